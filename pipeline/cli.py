@@ -1,0 +1,168 @@
+"""The command line (CONTRACT section 7): thin commands over the stage modules.
+
+Exit codes: 0 done (quarantined records are not an error); 2 bad usage or a
+refused rubric, before any work; 1 anything else that failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from pipeline.ingest import InputError
+from pipeline.lake import DEFAULT_LAKE, LakeBusyError
+from pipeline.rubric import Rubric, RubricError, load_rubric
+from pipeline.warehouse import WarehouseError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Graded agent runs and mcp-xray surface grades into a DuckDB warehouse.",
+)
+console = Console(stderr=False)
+errors = Console(stderr=True)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+DEFAULT_SAMPLE = Path("data/sample")
+
+LakeOption = Annotated[
+    Path, typer.Option("--lake", help="Folder where everything lands, as Parquet.")
+]
+RubricOption = Annotated[
+    Path | None, typer.Option("--rubric", help="Rubric TOML file; defaults apply to keys it omits.")
+]
+
+
+def _rubric_or_exit(path: Path | None) -> Rubric:
+    """Refuse a bad rubric before anything is read or written (exit 2)."""
+    try:
+        return load_rubric(path)
+    except RubricError as exc:
+        errors.print(f"[bold red]refused rubric:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
+
+
+def _inputs_or_exit(inputs: list[Path]) -> list[Path]:
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        errors.print(f"[bold red]no such input:[/] {', '.join(missing)}", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
+    return inputs
+
+
+@app.command()
+def run(
+    inputs: Annotated[list[Path] | None, typer.Argument(help="Files or directories.")] = None,
+    lake: LakeOption = DEFAULT_LAKE,
+    rubric: RubricOption = None,
+) -> None:
+    """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
+    from pipeline import jobs
+
+    chosen = _rubric_or_exit(rubric)
+    paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE])
+    summary = jobs.run(paths, lake, chosen)
+    jobs.print_run_summary(console, summary, lake)
+
+
+@app.command()
+def ingest(
+    inputs: Annotated[list[Path], typer.Argument(help="Files or directories.")],
+    lake: LakeOption = DEFAULT_LAKE,
+) -> None:
+    """Validate and land graded runs; quarantine what is malformed."""
+    from pipeline import jobs
+
+    paths = _inputs_or_exit(inputs)
+    report = jobs.ingest(paths, lake)
+    jobs.print_ingest_report(console, report)
+
+
+@app.command()
+def score(
+    lake: LakeOption = DEFAULT_LAKE,
+    rubric: RubricOption = None,
+) -> None:
+    """Rescore everything landed under the rubric and refresh the warehouse."""
+    from pipeline import jobs
+
+    chosen = _rubric_or_exit(rubric)
+    result = jobs.score(lake, chosen)
+    jobs.print_score_result(console, result)
+
+
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write.")] = DEFAULT_SAMPLE,
+    seed: Annotated[int, typer.Option("--seed")] = 7,
+) -> None:
+    """Write the deterministic sample data (task grades, mcp-xray reports, bad lines)."""
+    from pipeline import simulate as sim
+
+    written = sim.write_sample(out, seed=seed)
+    for path in written:
+        console.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def compare(
+    agent: Annotated[str, typer.Option("--agent")],
+    baseline: Annotated[str, typer.Option("--baseline")],
+    candidate: Annotated[str, typer.Option("--candidate")],
+    lake: LakeOption = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained page.")
+    ] = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 when the verdict is regression.")
+    ] = False,
+) -> None:
+    """Is the candidate version better or worse than the baseline, where, and why?"""
+    from pipeline import compare as cmp
+
+    code = cmp.run_compare(
+        lake=lake,
+        agent=agent,
+        baseline=baseline,
+        candidate=candidate,
+        as_json=as_json,
+        html=html,
+        fail_on_regression=fail_on_regression,
+        console=console,
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+def history(
+    agent: Annotated[str, typer.Option("--agent")],
+    lake: LakeOption = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Every version of an agent in order, each step's verdict against the one before."""
+    from pipeline import compare as cmp
+
+    raise typer.Exit(cmp.run_history(lake=lake, agent=agent, as_json=as_json, console=console))
+
+
+def main() -> None:
+    """Typer reports usage errors itself (exit 2); anything else that fails exits 1."""
+    try:
+        app()
+    except LakeBusyError as exc:
+        errors.print(f"[bold red]busy:[/] {exc}", highlight=False)
+        sys.exit(EXIT_FAILED)
+    except (InputError, WarehouseError) as exc:
+        errors.print(f"[bold red]failed:[/] {exc}", highlight=False)
+        sys.exit(EXIT_FAILED)
+    except Exception as exc:
+        errors.print(f"[bold red]failed:[/] {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(EXIT_FAILED)

@@ -1,0 +1,224 @@
+"""The lake: where every table lands, as Parquet, and how it is written safely.
+
+Layout (``<lake>/``):
+
+- ``<table>/<batch_id>.parquet``: landed tables, one file per ingest batch
+  (task_runs, task_components, task_penalties, run_metadata, surface_runs,
+  surface_findings, quarantine).
+- ``scores/<rubric_key>/<table>/<batch_id>.parquet``: scores under one rubric
+  (task_scores, task_component_scores, surface_scores, surface_finding_scores,
+  surface_phase_scores); ``rubric_key`` is a hash of the rubric_id, so a
+  rubric's name never becomes a path.
+- ``_state/``: small JSON documents (current rubric, ledger of ingested files).
+- ``warehouse.duckdb``: the views, rebuilt from ``sql/``.
+
+Every file is written to a hidden temporary name and renamed into place, so a
+reader (or a DuckDB glob) never sees half a file: ``*.parquet`` globs do not
+match ``.*.tmp``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+DEFAULT_LAKE = Path("data/lake")
+
+LANDED_TABLES = (
+    "task_runs",
+    "task_components",
+    "task_penalties",
+    "run_metadata",
+    "surface_runs",
+    "surface_findings",
+    "quarantine",
+)
+SCORE_TABLES = (
+    "task_scores",
+    "task_component_scores",
+    "surface_scores",
+    "surface_finding_scores",
+    "surface_phase_scores",
+)
+
+
+class LakeBusyError(RuntimeError):
+    """Another pipeline process holds the lake."""
+
+
+def new_batch_id() -> str:
+    """Sortable by time, unique across processes: ``20261202T154733Z-1a2b3c4d``."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return f"{stamp}-{secrets.token_hex(4)}"
+
+
+def rubric_key(rubric_id: str) -> str:
+    return hashlib.sha256(rubric_id.encode()).hexdigest()[:16]
+
+
+def table_dir(lake: Path, table: str) -> Path:
+    return lake / table
+
+
+def score_dir(lake: Path, rubric_id: str, table: str) -> Path:
+    return lake / "scores" / rubric_key(rubric_id) / table
+
+
+def parquet_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> Path:
+    """Write ``frame`` to ``path`` so that the file is either whole or absent."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        frame.write_parquet(tmp, compression="zstd", statistics=True)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def write_json_atomic(document: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_text(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def read_json(path: Path, default: Any) -> Any:
+    if not path.exists():
+        return default
+    return json.loads(path.read_text())
+
+
+def state_path(lake: Path, name: str) -> Path:
+    return lake / "_state" / f"{name}.json"
+
+
+def scan_table(directory: Path, schema: pl.Schema) -> pl.LazyFrame:
+    """All Parquet files of one table, or an empty frame of its schema."""
+    files = parquet_files(directory)
+    if not files:
+        return pl.LazyFrame(schema=schema)
+    return pl.scan_parquet(files, missing_columns="insert", extra_columns="ignore", schema=schema)
+
+
+@contextlib.contextmanager
+def lake_lock(lake: Path) -> Iterator[None]:
+    """One writer at a time: a second run refuses at once instead of waiting."""
+    lake.mkdir(parents=True, exist_ok=True)
+    lock_file = lake / ".lock"
+    with open(lock_file, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise LakeBusyError(
+                f"the lake {lake} is in use by {holder}; wait for it to finish "
+                "(a second run never writes beside a running one)"
+            ) from exc
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _staging(lake: Path) -> Path:
+    return lake / "_staging"
+
+
+def commit(
+    lake: Path,
+    writes: dict[Path, pl.DataFrame],
+    deletes: list[Path] | None = None,
+) -> None:
+    """Write several files and delete others as one unit.
+
+    The files are written whole into a staging folder, then a journal naming
+    every move is written, then the moves happen. A crash before the journal
+    leaves the lake as it was (the staging folder is discarded by
+    ``recover``); a crash after it is completed by ``recover``. Either way no
+    reader sees part of a file, and a batch is never left half-landed.
+    """
+    stage = _staging(lake) / new_batch_id()
+    stage.mkdir(parents=True)
+    moves: list[dict[str, str]] = []
+    for index, (target, frame) in enumerate(sorted(writes.items())):
+        staged = write_parquet_atomic(frame, stage / f"{index:04d}.parquet")
+        moves.append({"from": str(staged), "to": str(target)})
+    journal = {"moves": moves, "deletes": [str(p) for p in deletes or []]}
+    write_json_atomic(journal, stage / "COMMIT.json")
+    _apply(stage)
+
+
+def _apply(stage: Path) -> None:
+    journal = json.loads((stage / "COMMIT.json").read_text())
+    for move in journal["moves"]:
+        source, target = Path(move["from"]), Path(move["to"])
+        if source.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            _fsync_dir(target.parent)
+    for doomed in journal["deletes"]:
+        Path(doomed).unlink(missing_ok=True)
+    (stage / "COMMIT.json").unlink()
+    for leftover in stage.iterdir():
+        leftover.unlink()
+    stage.rmdir()
+
+
+def recover(lake: Path) -> list[str]:
+    """Finish committed work and discard uncommitted work of a run that died."""
+    done: list[str] = []
+    root = _staging(lake)
+    if not root.is_dir():
+        return done
+    for stage in sorted(root.iterdir()):
+        if (stage / "COMMIT.json").exists():
+            _apply(stage)
+            done.append(f"completed {stage.name}")
+        else:
+            for leftover in stage.iterdir():
+                leftover.unlink()
+            stage.rmdir()
+            done.append(f"discarded {stage.name}")
+    for stray in lake.rglob(".*.tmp"):
+        stray.unlink(missing_ok=True)
+    return done

@@ -1,0 +1,335 @@
+"""The rubric: every weight, threshold and constant used to (re)compute scores.
+
+CONTRACT.md section 6. A rubric file may give only some keys; every key it
+leaves out takes the default below (tables are merged key by key, so
+``[task.exploit] weights = { pov_quality = 0.3, summary_quality = 0.0 }``
+changes two weights and keeps the other two). The checks the seed's server
+refuses to start with run here, before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_RUBRIC: dict[str, Any] = {
+    "task": {
+        "minimization_multiple": 3.0,
+        "penalty_scale": 1.0,
+        "exploit": {
+            "gate": "defect_matching",
+            "weights": {
+                "defect_matching": 0.60,
+                "pov_quality": 0.20,
+                "summary_quality": 0.10,
+                "target_calls": 0.10,
+            },
+        },
+        "detect": {
+            "gate": "defect_matching",
+            "weights": {
+                "defect_matching": 0.60,
+                "pov_quality": 0.20,
+                "summary_quality": 0.10,
+                "target_calls": 0.10,
+            },
+        },
+        "patch": {
+            "gate": "patch_verified",
+            "weights": {
+                "patch_verified": 0.25,
+                "number_of_attempts": 0.25,
+                "size_of_patch": 0.25,
+                "minimization": 0.25,
+            },
+        },
+        "audit": {"weights": {"audit": 1.0}},
+    },
+    "surface": {
+        "weights": {
+            "context_efficiency": 30.0,
+            "selection_robustness": 25.0,
+            "surface_redundancy": 15.0,
+            "schema_hygiene": 15.0,
+            "description_quality": 15.0,
+        },
+        # Seed 002, "lerp(value, good, bad)": the anchors of each lerp.
+        "tokens_per_tool_good": 150.0,
+        "tokens_per_tool_bad": 600.0,
+        "surface_tokens_good": 1500.0,
+        "surface_tokens_bad": 12000.0,
+        "per_tool_share": 0.6,
+        "surface_share": 0.4,
+        "injector_tokens_scale": 2000.0,
+        "injector_points": 10.0,
+        "token_share_multiplier": 3.0,
+        "smell_severity": {
+            "missing_description": 0.9,
+            "tiny_description": 0.7,
+            "vague_description": 0.45,
+            "short_description": 0.4,
+            "deep_nesting": 0.6,
+            "enum_bloat": 0.55,
+            "wide_schema": 0.5,
+        },
+        "other_smell_severity": 0.4,
+        "description_smells": [
+            "missing_description",
+            "tiny_description",
+            "vague_description",
+            "short_description",
+        ],
+        "merge_base": 0.4,
+        "merge_saved_scale": 800.0,
+        "merge_saved_points": 0.4,
+        "merge_wide_union_factor": 0.7,
+        "merge_mixes_read_write_factor": 0.6,
+        "duplicate_severity": 0.6,
+        "hidden_injector_scale": 1000.0,
+        "resource_candidate_severity": 0.3,
+        "jit_recommended_severity": 0.5,
+        "jit_not_recommended_severity": 0.1,
+        "redundancy_scale": 4.0,
+        "proxy_points": 60.0,
+        "distraction_scale": 2.0,
+        "distraction_points": 40.0,
+        "agreement_tolerance": 0.1,
+        "letter_bands": {
+            "A+": 97.0,
+            "A": 93.0,
+            "A-": 90.0,
+            "B+": 87.0,
+            "B": 83.0,
+            "B-": 80.0,
+            "C+": 77.0,
+            "C": 73.0,
+            "C-": 70.0,
+            "D+": 67.0,
+            "D": 63.0,
+            "D-": 60.0,
+        },
+    },
+}
+
+# Keys whose value is a free-form name -> number table: any name may appear.
+_OPEN_TABLES = {
+    ("surface", "smell_severity"),
+    ("surface", "letter_bands"),
+}
+_ENV_KEYS = {"gate", "weights"}
+WEIGHT_SUM_TOLERANCE = 1e-9
+
+
+class RubricError(ValueError):
+    """A rubric the pipeline refuses to start with (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class EnvRubric:
+    env_type: str
+    gate: str | None
+    weights: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class TaskRubric:
+    minimization_multiple: float
+    failure_threshold: float | None
+    penalty_scale: float
+    envs: Mapping[str, EnvRubric]
+
+
+@dataclass(frozen=True)
+class Rubric:
+    rubric_id: str
+    task: TaskRubric
+    surface: Mapping[str, Any]
+    # The merged rubric as plain data, for lineage: what exactly scored a run.
+    resolved: Mapping[str, Any]
+
+    @property
+    def surface_weights(self) -> Mapping[str, float]:
+        weights: Mapping[str, float] = self.surface["weights"]
+        return weights
+
+    @property
+    def is_default_surface(self) -> bool:
+        """mcp-xray's own grade can only be checked under its own constants."""
+        return bool(dict(self.surface) == DEFAULT_RUBRIC["surface"])
+
+
+def _fail(key: str, value: Any, why: str) -> RubricError:
+    return RubricError(f"rubric key {key} = {value!r}: {why}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _merge(default: Any, given: Any, path: tuple[str, ...]) -> Any:
+    dotted = ".".join(path)
+    if isinstance(default, dict):
+        if not isinstance(given, dict):
+            raise _fail(dotted, given, "expected a table")
+        merged = copy.deepcopy(default)
+        for key, value in given.items():
+            sub = (*path, key)
+            if key in default:
+                merged[key] = _merge(default[key], value, sub)
+            elif path in _OPEN_TABLES:
+                if not _is_number(value):
+                    raise _fail(".".join(sub), value, "expected a number")
+                merged[key] = float(value)
+            elif path == ("task",) and isinstance(value, dict):
+                # A new env type: its own gate and weights, nothing inherited.
+                merged[key] = _merge_env(value, sub)
+            elif len(path) == 3 and path[0] == "task" and path[2] == "weights":
+                if not _is_number(value):
+                    raise _fail(".".join(sub), value, "expected a number")
+                merged[key] = float(value)
+            else:
+                raise _fail(".".join(sub), value, "unknown key")
+        return merged
+    if isinstance(default, list):
+        if not isinstance(given, list) or not all(isinstance(v, str) for v in given):
+            raise _fail(dotted, given, "expected a list of names")
+        return list(given)
+    if isinstance(default, str):
+        if not isinstance(given, str) or not given:
+            raise _fail(dotted, given, "expected a non-empty string")
+        return given
+    if isinstance(default, float):
+        if not _is_number(given):
+            raise _fail(dotted, given, "expected a number")
+        return float(given)
+    raise _fail(dotted, given, "unsupported value")  # pragma: no cover - defaults are fixed
+
+
+def _merge_env(given: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    for key in given:
+        if key not in _ENV_KEYS:
+            raise _fail(".".join((*path, key)), given[key], "unknown key")
+    weights = given.get("weights")
+    if not isinstance(weights, dict) or not weights:
+        raise _fail(".".join((*path, "weights")), weights, "a new env type needs a weights table")
+    env: dict[str, Any] = {"weights": {}}
+    for name, value in weights.items():
+        if not _is_number(value):
+            raise _fail(".".join((*path, "weights", name)), value, "expected a number")
+        env["weights"][name] = float(value)
+    if "gate" in given:
+        gate = given["gate"]
+        if not isinstance(gate, str) or not gate:
+            raise _fail(".".join((*path, "gate")), gate, "expected a component name")
+        env["gate"] = gate
+    return env
+
+
+def _check(resolved: dict[str, Any]) -> None:
+    task = resolved["task"]
+    multiple = task["minimization_multiple"]
+    if not (math.isfinite(multiple) and multiple > 1):
+        raise _fail("task.minimization_multiple", multiple, "must be greater than 1")
+    if "failure_threshold" in task:
+        threshold = task["failure_threshold"]
+        if not (0.0 <= threshold <= 1.0):
+            raise _fail("task.failure_threshold", threshold, "must lie in [0, 1]")
+    if not (math.isfinite(task["penalty_scale"]) and task["penalty_scale"] >= 0):
+        raise _fail("task.penalty_scale", task["penalty_scale"], "must be a number >= 0")
+    for env_type, env in task.items():
+        if not isinstance(env, dict):
+            continue
+        for name, weight in env["weights"].items():
+            if not (math.isfinite(weight) and weight >= 0):
+                raise _fail(f"task.{env_type}.weights.{name}", weight, "weights must be >= 0")
+        gate = env.get("gate")
+        if gate is not None and gate not in env["weights"]:
+            raise _fail(f"task.{env_type}.gate", gate, "the gate must be one of the weights")
+    for env_type in ("exploit", "detect"):
+        weights = task[env_type]["weights"]
+        total = math.fsum(weights.values())
+        if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+            raise _fail(
+                f"task.{env_type}.weights", weights, f"must sum to 1.0, they sum to {total}"
+            )
+    surface = resolved["surface"]
+    for key, value in surface.items():
+        if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
+            raise _fail(f"surface.{key}", value, "must be a finite number >= 0")
+    for name, weight in surface["weights"].items():
+        if not (math.isfinite(weight) and weight >= 0):
+            raise _fail(f"surface.weights.{name}", weight, "weights must be >= 0")
+    for key in ("smell_severity", "letter_bands"):
+        for name, value in surface[key].items():
+            if not (math.isfinite(value) and value >= 0):
+                raise _fail(f"surface.{key}.{name}", value, "must be a finite number >= 0")
+    for good, bad in (
+        ("tokens_per_tool_good", "tokens_per_tool_bad"),
+        ("surface_tokens_good", "surface_tokens_bad"),
+    ):
+        if not surface[good] < surface[bad]:
+            raise _fail(f"surface.{bad}", surface[bad], f"must be greater than surface.{good}")
+
+
+def _content_id(resolved: Mapping[str, Any]) -> str:
+    canonical = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def parse_rubric(data: Mapping[str, Any]) -> Rubric:
+    """Merge a parsed rubric document onto the defaults and check it."""
+    given = dict(data)
+    rubric_id = given.pop("rubric_id", None)
+    if rubric_id is not None and (not isinstance(rubric_id, str) or not rubric_id.strip()):
+        raise _fail("rubric_id", rubric_id, "expected a non-empty string")
+    task_given = given.get("task")
+    threshold: Any = None
+    if isinstance(task_given, dict) and "failure_threshold" in task_given:
+        task_given = dict(task_given)
+        threshold = task_given.pop("failure_threshold")
+        if not _is_number(threshold) or not math.isfinite(threshold):
+            raise _fail("task.failure_threshold", threshold, "expected a number")
+        given["task"] = task_given
+    resolved: dict[str, Any] = _merge(DEFAULT_RUBRIC, given, ())
+    if threshold is not None:
+        resolved["task"]["failure_threshold"] = float(threshold)
+    _check(resolved)
+    task = resolved["task"]
+    envs = {
+        name: EnvRubric(env_type=name, gate=env.get("gate"), weights=dict(env["weights"]))
+        for name, env in task.items()
+        if isinstance(env, dict)
+    }
+    return Rubric(
+        rubric_id=rubric_id if rubric_id is not None else _content_id(resolved),
+        task=TaskRubric(
+            minimization_multiple=task["minimization_multiple"],
+            failure_threshold=task.get("failure_threshold"),
+            penalty_scale=task["penalty_scale"],
+            envs=envs,
+        ),
+        surface=resolved["surface"],
+        resolved=resolved,
+    )
+
+
+def load_rubric(path: Path | None) -> Rubric:
+    """The rubric in ``path``, or the default one; RubricError names what is wrong."""
+    if path is None:
+        return parse_rubric({})
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RubricError(f"rubric file {path}: cannot be read ({exc})") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RubricError(f"rubric file {path}: not valid TOML ({exc})") from exc
+    return parse_rubric(data)

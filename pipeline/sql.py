@@ -1,0 +1,49 @@
+"""SQL lives in ``sql/``: this module finds a file and runs it over frames.
+
+Frames are handed to DuckDB as Arrow-backed views; values never enter SQL text.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+
+
+@cache
+def sql_text(name: str) -> str:
+    """The text of ``sql/<name>``; names are ours, never from data."""
+    return (SQL_DIR / name).read_text(encoding="utf-8")
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect()
+
+
+def run_sql(
+    name: str,
+    frames: dict[str, pl.DataFrame],
+    params: list[Any] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pl.DataFrame:
+    """Run ``sql/<name>`` with each frame visible as a view of its key."""
+    own = con is None
+    active = connect() if con is None else con
+    try:
+        for view, frame in frames.items():
+            active.register(view, frame)
+        relation = active.sql(sql_text(name), params=params)
+        if relation is None:
+            raise ValueError(f"sql/{name} is not a query")
+        result: pl.DataFrame = relation.pl()
+        for view in frames:
+            active.unregister(view)
+        return result
+    finally:
+        if own:
+            active.close()

@@ -1,0 +1,19 @@
+"""Pandera models of every table the pipeline writes, checked before each write."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+
+
+def polars_schema(model: type[pa.DataFrameModel]) -> pl.Schema:
+    """The Polars schema a model describes, for empty frames and typed scans."""
+    columns = model.to_schema().columns
+    return pl.Schema({name: column.dtype.type for name, column in columns.items()})
+
+
+def checked(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> pl.DataFrame:
+    """Validate values as well as schema, in the model's column order."""
+    ordered = frame.select(list(model.to_schema().columns))
+    validated: pl.DataFrame = model.validate(ordered, lazy=True)
+    return validated

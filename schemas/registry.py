@@ -1,0 +1,32 @@
+"""Every table the lake holds, by name, with the model that guards it.
+
+The warehouse writes an empty file of each model's schema where a table has
+none yet, so the views' globs always match and carry every column.
+"""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+
+from schemas.tasks import (
+    Quarantine,
+    RunMetadata,
+    TaskComponent,
+    TaskComponentScore,
+    TaskPenalty,
+    TaskRun,
+    TaskScore,
+)
+
+LANDED: dict[str, type[pa.DataFrameModel]] = {
+    "task_runs": TaskRun,
+    "task_components": TaskComponent,
+    "task_penalties": TaskPenalty,
+    "run_metadata": RunMetadata,
+    "quarantine": Quarantine,
+}
+
+SCORED: dict[str, type[pa.DataFrameModel]] = {
+    "task_scores": TaskScore,
+    "task_component_scores": TaskComponentScore,
+}

@@ -1,0 +1,142 @@
+"""Pandera models of the task-grade tables: what lands, and what scoring writes.
+
+Each model is checked on a collected DataFrame right before its file is
+written, so values are checked as well as the schema (on a LazyFrame pandera
+would check the schema only).
+"""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+
+ENV_TYPES = ("exploit", "detect", "patch", "audit")
+STATUSES = ("scored", "grader_error")
+
+
+class TaskRun(pa.DataFrameModel):
+    """One landed graded attempt (CONTRACT section 2), its context and provenance."""
+
+    run_id: str = pa.Field(unique=True, str_length={"min_value": 1, "max_value": 256})
+    agent: str
+    agent_version: str
+    problem_id: str
+    env_type: str
+    graded_at: pl.Datetime(time_unit="us", time_zone="UTC") = pa.Field()  # type: ignore[valid-type]
+    defect_id: str = pa.Field(nullable=True)
+    cwe: str = pa.Field(nullable=True)
+    project: str = pa.Field(nullable=True)
+    trial: pl.Int64 = pa.Field(ge=0)
+    cost_usd: pl.Float64 = pa.Field(nullable=True, ge=0)
+    tokens: pl.Float64 = pa.Field(nullable=True, ge=0)
+    wall_seconds: pl.Float64 = pa.Field(nullable=True, ge=0)
+    env_internal_failure: bool
+    allow_unbounded: bool
+    failure_logs: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
+    minimization_final_size: pl.Float64 = pa.Field(nullable=True, gt=0)
+    minimization_minimal_size: pl.Float64 = pa.Field(nullable=True, gt=0)
+    audit_recall: pl.Float64 = pa.Field(nullable=True)
+    audit_precision: pl.Float64 = pa.Field(nullable=True)
+    # The record exactly as it arrived (unknown fields at any depth included).
+    record: str
+    source: str
+    line: pl.Int64 = pa.Field(ge=1)
+    batch_id: str
+    content_hash: str
+
+    class Config:
+        strict = True
+        coerce = False
+
+
+class TaskComponent(pa.DataFrameModel):
+    """One stored subscore and the weight the grader used, in long form."""
+
+    run_id: str
+    component: str
+    stored_subscore: pl.Float64 = pa.Field(ge=0, le=1)
+    record_weight: pl.Float64 = pa.Field(ge=0)
+    batch_id: str
+
+    class Config:
+        strict = True
+        unique = ["run_id", "component"]
+
+
+class TaskPenalty(pa.DataFrameModel):
+    run_id: str
+    penalty: str
+    value: pl.Float64 = pa.Field(ge=0)
+    batch_id: str
+
+    class Config:
+        strict = True
+        unique = ["run_id", "penalty"]
+
+
+class RunMetadata(pa.DataFrameModel):
+    """grade.metadata flattened: dotted key paths, list items as ``[i]``."""
+
+    run_id: str
+    key: str
+    value: str = pa.Field(nullable=True)
+    value_num: pl.Float64 = pa.Field(nullable=True)
+    batch_id: str
+
+    class Config:
+        strict = True
+
+
+class Quarantine(pa.DataFrameModel):
+    """A line that did not land, with what a person needs to fix it."""
+
+    source: str
+    line: pl.Int64 = pa.Field(ge=0)
+    reason: str = pa.Field(str_length={"min_value": 1})
+    raw: str = pa.Field(nullable=True)
+    record_kind: str = pa.Field(nullable=True)
+    batch_id: str
+
+    class Config:
+        strict = True
+
+
+class TaskScore(pa.DataFrameModel):
+    """One run scored under one rubric (CONTRACT section 4)."""
+
+    run_id: str = pa.Field(unique=True)
+    rubric_id: str
+    status: str = pa.Field(isin=list(STATUSES))
+    gate_component: str = pa.Field(nullable=True)
+    gate_passed: bool = pa.Field(nullable=True)
+    gated_out: bool = pa.Field(nullable=True)
+    weighted: pl.Float64 = pa.Field(nullable=True)
+    penalty_total: pl.Float64 = pa.Field(nullable=True, ge=0)
+    score: pl.Float64 = pa.Field(nullable=True)
+    weighted_as_graded: pl.Float64 = pa.Field(nullable=True)
+    score_as_graded: pl.Float64 = pa.Field(nullable=True)
+    passed: bool = pa.Field(nullable=True)
+    anomalies: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
+
+    class Config:
+        strict = True
+
+
+class TaskComponentScore(pa.DataFrameModel):
+    run_id: str
+    rubric_id: str
+    component: str
+    subscore: pl.Float64 = pa.Field(nullable=True)
+    stored_subscore: pl.Float64 = pa.Field(nullable=True)
+    weight: pl.Float64 = pa.Field(ge=0)
+    weight_as_graded: pl.Float64 = pa.Field(nullable=True, ge=0)
+    is_gate: bool
+    in_record: bool
+    in_rubric: bool
+    gated_out: bool
+    contribution: pl.Float64 = pa.Field(nullable=True)
+    contribution_as_graded: pl.Float64 = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        unique = ["run_id", "component"]
