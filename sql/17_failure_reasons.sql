@@ -1,0 +1,25 @@
+-- failure_reasons: each scored run whose gate failed, beside its gate component's
+-- metadata (every key under "<gate>.", as one JSON object) and the first text
+-- found under "<gate>.reason", so why it failed reads without parsing JSON.
+create or replace view failure_reasons as
+with failed as (
+    select run_id, agent, agent_version, problem_id, env_type, defect_id, cwe, trial,
+           gate_component, score, penalty_total
+    from task_runs
+    where status = 'scored' and gate_passed = false
+),
+gate_metadata as (
+    select
+        f.run_id,
+        json_group_object(substr(m.key, length(f.gate_component) + 2), m.value::json)
+            as gate_metadata,
+        min(case when m.key = f.gate_component || '.reason' then m.value ->> '$' end)
+            as reason
+    from failed as f
+    join run_metadata as m
+        on m.run_id = f.run_id and starts_with(m.key, f.gate_component || '.')
+    group by f.run_id
+)
+select f.*, g.reason, g.gate_metadata
+from failed as f
+left join gate_metadata as g using (run_id)

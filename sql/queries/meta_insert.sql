@@ -1,0 +1,1 @@
+insert into _meta (key, value) values (?, ?)
