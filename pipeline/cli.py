@@ -13,8 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from pipeline.ingest import InputError
-from pipeline.lake import DEFAULT_LAKE, LakeBusyError
+from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.warehouse import WarehouseError
 
@@ -24,8 +23,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Graded agent runs and mcp-xray surface grades into a DuckDB warehouse.",
 )
-console = Console(stderr=False)
-errors = Console(stderr=True)
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -64,10 +63,10 @@ def run(
     rubric: RubricOption = None,
 ) -> None:
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
-    from pipeline import jobs
-
     chosen = _rubric_or_exit(rubric)
     paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE])
+    from pipeline import jobs
+
     summary = jobs.run(paths, lake, chosen)
     jobs.print_run_summary(console, summary, lake)
 
@@ -91,9 +90,9 @@ def score(
     rubric: RubricOption = None,
 ) -> None:
     """Rescore everything landed under the rubric and refresh the warehouse."""
+    chosen = _rubric_or_exit(rubric)
     from pipeline import jobs
 
-    chosen = _rubric_or_exit(rubric)
     result = jobs.score(lake, chosen)
     jobs.print_score_result(console, result)
 

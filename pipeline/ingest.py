@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import surface
+from pipeline.lake import InputError
 from pipeline.sql import run_sql
 from pipeline.validate import validate_task_records
 from schemas import checked, polars_schema
@@ -24,10 +25,6 @@ from schemas.tasks import Quarantine, RunMetadata, TaskComponent, TaskPenalty, T
 INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
 UTF8_BOM = b"\xef\xbb\xbf"
-
-
-class InputError(ValueError):
-    """An input path the pipeline cannot read at all (exit 2 before any work)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +76,42 @@ def _gunzip(data: bytes) -> tuple[bytes, str | None]:
     return out, None
 
 
+LINE_SCHEMA = {
+    "source": pl.String,
+    "line": pl.Int64,
+    "raw": pl.String,
+    "not_utf8": pl.Boolean,
+    "file_problem": pl.String,
+}
+
+
+def _split_text(data: bytes) -> pl.DataFrame:
+    """Lines of a file as text; the happy path decodes once and splits in Polars."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Only a file with bad bytes pays for a decode per line, so that the
+        # raw text in quarantine still shows a person which bytes were wrong.
+        chunks = data.split(b"\n")
+        if chunks and chunks[-1] == b"":
+            chunks.pop()
+        texts, flags = [], []
+        for chunk in chunks:
+            try:
+                texts.append(chunk.decode("utf-8"))
+                flags.append(False)
+            except UnicodeDecodeError:
+                texts.append(chunk.decode("utf-8", "backslashreplace"))
+                flags.append(True)
+        return pl.DataFrame(
+            {"raw": texts, "not_utf8": flags}, schema={"raw": pl.String, "not_utf8": pl.Boolean}
+        )
+    lines = pl.Series("raw", [text], dtype=pl.String).str.split("\n").explode()
+    if text.endswith("\n"):
+        lines = lines.head(-1)  # the newline that ends the last line starts no line
+    return pl.DataFrame({"raw": lines}).with_columns(not_utf8=pl.lit(False))
+
+
 def _file_lines(path: Path) -> pl.DataFrame:
     data = path.read_bytes()
     problem: str | None = None
@@ -89,69 +122,42 @@ def _file_lines(path: Path) -> pl.DataFrame:
     if problem is not None and not data:
         # Nothing readable: the file itself is one quarantined entry (line 0).
         return pl.DataFrame(
-            {"source": [str(path)], "line": [0], "bytes": [b""], "file_problem": [problem]},
-            schema={
-                "source": pl.String,
-                "line": pl.Int64,
-                "bytes": pl.Binary,
-                "file_problem": pl.String,
+            {
+                "source": [str(path)],
+                "line": [0],
+                "raw": [None],
+                "not_utf8": [False],
+                "file_problem": [problem],
             },
+            schema=LINE_SCHEMA,
         )
     if path.name.endswith(".json"):
-        chunks = [data] if data.strip() else []
+        # One report per file: the whole text is the record, at line 1.
+        lines = _split_text(data.replace(b"\n", b" ")) if data.strip() else _split_text(b"")
     else:
-        chunks = data.split(b"\n")
-        if chunks and chunks[-1] == b"":
-            chunks.pop()  # the newline that ends the last line starts no line
-    frame = pl.DataFrame({"bytes": chunks}, schema={"bytes": pl.Binary}).with_row_index(
-        "line", offset=1
-    )
+        lines = _split_text(data)
     # Only a last line without its newline can have been cut by the truncation.
     cut = problem is not None and not data.endswith(b"\n")
+    numbered = lines.with_row_index("line", offset=1)
     truncated_last = (pl.col("line") == pl.len()) & pl.lit(cut)
-    return frame.select(
+    return numbered.select(
         source=pl.lit(str(path)),
         line=pl.col("line").cast(pl.Int64),
-        bytes=pl.col("bytes"),
+        raw=pl.col("raw"),
+        not_utf8=pl.col("not_utf8"),
         file_problem=pl.when(truncated_last).then(pl.lit(problem)),
     )
 
 
-def _decode(raw: pl.Series) -> pl.Series:
-    """Bytes to text; a line that is not UTF-8 is kept with its bad bytes escaped."""
-    text = raw.cast(pl.String, strict=False)
-    bad = text.is_null() & raw.is_not_null()
-    if not bad.any():
-        return text
-    # Only the few undecodable lines pay for a Python decode, so the raw text
-    # in quarantine still shows a person exactly which bytes were wrong.
-    escaped = pl.Series(
-        [b.decode("utf-8", "backslashreplace") for b in raw.filter(bad).to_list()],
-        dtype=pl.String,
-    )
-    return text.scatter(bad.arg_true(), escaped)
-
-
 def read_lines(files: Sequence[Path], max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Lines:
     """Every line of every file, numbered, with a problem where it cannot be a record."""
-    schema = {
-        "source": pl.String,
-        "line": pl.Int64,
-        "bytes": pl.Binary,
-        "file_problem": pl.String,
-    }
     parts = [_file_lines(path) for path in files]
-    raw = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
-    strict_text = raw["bytes"].cast(pl.String, strict=False)
+    raw = pl.concat(parts) if parts else pl.DataFrame(schema=LINE_SCHEMA)
     frame = (
-        raw.with_columns(
-            raw=_decode(raw["bytes"]),
-            size=raw["bytes"].bin.size(),
-            not_utf8=strict_text.is_null() & raw["bytes"].is_not_null(),
-        )
-        .with_row_index("row_nr")
+        raw.with_row_index("row_nr")
         # CRLF files: the carriage return belongs to the line ending, not the record.
         .with_columns(pl.col("raw").str.strip_suffix("\r"))
+        .with_columns(size=pl.col("raw").str.len_bytes())
         .select(
             "row_nr",
             "source",
@@ -250,16 +256,16 @@ def _task_tables(
         content_hash=pl.col("content_hash"),
     )
     parts = checked_records.parts.join(keys, on="row_nr")
-    subscores = parts.filter(pl.col("part") == "subscore").select(
+    subscores = parts.filter(pl.col("part") == "subscores").select(
         "row_nr", "run_id", component="name", stored_subscore="value"
     )
-    weights = parts.filter(pl.col("part") == "weight").select(
+    weights = parts.filter(pl.col("part") == "weights").select(
         "row_nr", component="name", record_weight="value"
     )
     components = subscores.join(weights, on=["row_nr", "component"]).select(
         "row_nr", "run_id", "component", "stored_subscore", "record_weight", batch_id=batch
     )
-    penalties = parts.filter(pl.col("part") == "penalty").select(
+    penalties = parts.filter(pl.col("part") == "penalties").select(
         "row_nr", "run_id", penalty="name", value="value", batch_id=batch
     )
     metadata = checked_records.metadata.join(keys, on="row_nr").select(

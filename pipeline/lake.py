@@ -56,6 +56,10 @@ class LakeBusyError(RuntimeError):
     """Another pipeline process holds the lake."""
 
 
+class InputError(ValueError):
+    """An input path the pipeline cannot read at all."""
+
+
 def new_batch_id() -> str:
     """Sortable by time, unique across processes: ``20261202T154733Z-1a2b3c4d``."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

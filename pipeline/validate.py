@@ -163,15 +163,15 @@ def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
 def part_rules() -> pl.Expr:
     """CONTRACT section 8 on subscores, weights and penalties: a reason per part or null."""
     part, name, value = pl.col("part"), pl.col("name"), pl.col("value")
-    where = pl.format("grade.{}s.{}", part, name)
+    where = pl.format("grade.{}.{}", part, name)
     return (
         pl.when(~pl.col("value_type").is_in(NUMBER_TYPES))
         .then(pl.format("{} must be a number, got {}", where, pl.col("value_type")))
         .when(~value.is_finite())
         .then(pl.format("{} is not a finite number", where))
-        .when((part == "subscore") & ~value.is_between(0.0, 1.0))
+        .when((part == "subscores") & ~value.is_between(0.0, 1.0))
         .then(pl.format("{} must lie in [0, 1], got {}", where, value))
-        .when((part != "subscore") & (value < 0))
+        .when((part != "subscores") & (value < 0))
         .then(pl.format("{} must be >= 0, got {}", where, value))
     )
 
@@ -200,9 +200,9 @@ def check_parts(parts: pl.DataFrame) -> pl.DataFrame:
             ),
         )
     )
-    keyed = parts.lazy().filter(pl.col("part").is_in(["subscore", "weight"]))
-    sub = keyed.filter(pl.col("part") == "subscore").select("row_nr", "name").unique()
-    wei = keyed.filter(pl.col("part") == "weight").select("row_nr", "name").unique()
+    keyed = parts.lazy().filter(pl.col("part").is_in(["subscores", "weights"]))
+    sub = keyed.filter(pl.col("part") == "subscores").select("row_nr", "name").unique()
+    wei = keyed.filter(pl.col("part") == "weights").select("row_nr", "name").unique()
     only_sub = sub.join(wei, on=["row_nr", "name"], how="anti").with_columns(side=pl.lit("weights"))
     only_wei = wei.join(sub, on=["row_nr", "name"], how="anti").with_columns(
         side=pl.lit("subscores")

@@ -10,17 +10,17 @@ with objects as (
         json_type(raw, '$.grade.penalties') = 'OBJECT' as has_penalties
     from records
 )
-select o.row_nr, 'subscore' as part, e.key as name, e.type as value_type,
+select o.row_nr, 'subscores' as part, e.key as name, e.type as value_type,
        try_cast(e.value as double) as value
 from objects as o, json_each(o.raw, '$.grade.subscores') as e
 where o.has_subscores
 union all
-select o.row_nr, 'weight' as part, e.key as name, e.type as value_type,
+select o.row_nr, 'weights' as part, e.key as name, e.type as value_type,
        try_cast(e.value as double) as value
 from objects as o, json_each(o.raw, '$.grade.weights') as e
 where o.has_weights
 union all
-select o.row_nr, 'penalty' as part, e.key as name, e.type as value_type,
+select o.row_nr, 'penalties' as part, e.key as name, e.type as value_type,
        try_cast(e.value as double) as value
 from objects as o, json_each(o.raw, '$.grade.penalties') as e
 where o.has_penalties

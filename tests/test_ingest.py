@@ -1,0 +1,290 @@
+"""Ingest end to end on temporary lakes: every input line landed, quarantined or skipped."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipeline import jobs
+from pipeline.ingest import read_lines
+from pipeline.rubric import parse_rubric
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def record(run_id: str = "r1", **overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "agent": "crab",
+        "agent_version": "1.0.0",
+        "problem_id": "p1",
+        "env_type": "exploit",
+        "graded_at": "2026-11-30T12:00:00+01:00",
+        "defect_id": "D-1",
+        "cwe": "CWE-787",
+        "trial": 0,
+        "cost_usd": 0.25,
+        "grade": {
+            "subscores": {
+                "defect_matching": 1.0,
+                "pov_quality": 0.5,
+                "summary_quality": 0.5,
+                "target_calls": 1.0,
+            },
+            "weights": {
+                "defect_matching": 0.6,
+                "pov_quality": 0.2,
+                "summary_quality": 0.1,
+                "target_calls": 0.1,
+            },
+            "metadata": {"defect_matching": {"reason": "stack matched"}},
+        },
+    }
+    for key, value in overrides.items():
+        if value is None:
+            base.pop(key, None)
+        else:
+            base[key] = value
+    return base
+
+
+def with_grade(run_id: str, **grade: Any) -> dict[str, Any]:
+    rec = record(run_id)
+    rec["grade"] = {**rec["grade"], **grade}
+    return rec
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def lines_of(*records: dict[str, Any]) -> list[str]:
+    return [json.dumps(r) for r in records]
+
+
+def count(lake: Path, table: str) -> int:
+    files = sorted((lake / table).glob("*.parquet"))
+    return sum(pl.read_parquet(f).height for f in files)
+
+
+def quarantine(lake: Path) -> pl.DataFrame:
+    files = sorted((lake / "quarantine").glob("*.parquet"))
+    return pl.concat([pl.read_parquet(f) for f in files]) if files else pl.DataFrame()
+
+
+BAD_LINES: list[tuple[str, str]] = [
+    ("not json at all", "not valid JSON"),
+    (json.dumps(record("m1", agent=None)), "missing required field `agent`"),
+    (json.dumps(record("m2", trial="zero")), "field `trial` must be an integer"),
+    (
+        json.dumps(
+            with_grade("m3", subscores={**record()["grade"]["subscores"], "pov_quality": 1.5})
+        ),
+        "grade.subscores.pov_quality must lie in [0, 1], got 1.5",
+    ),
+    ('{"run_id": "m4", "cost_usd": NaN}', "non-finite number"),
+    (
+        json.dumps(
+            with_grade("m5", weights={**record()["grade"]["weights"], "target_calls": -0.1})
+        ),
+        "grade.weights.target_calls must be >= 0",
+    ),
+    (json.dumps(with_grade("m6", penalties={"loss": -1})), "grade.penalties.loss must be >= 0"),
+    (
+        json.dumps(with_grade("m7", weights={"defect_matching": 1.0})),
+        "grade.subscores and grade.weights have different keys",
+    ),
+    (json.dumps(record("m8", env_type="fuzz")), "unknown env_type 'fuzz'"),
+    (json.dumps(record("m9", graded_at="2026-11-30 12:00")), "RFC 3339"),
+    ("[1, 2, 3]", "expected a JSON object"),
+    (json.dumps(record("x" * 257)), "1 to 256 characters"),
+]
+
+
+def test_each_bad_input_class_is_quarantined_with_its_reason(tmp_path: Path) -> None:
+    good = json.dumps(record("ok-1"))
+    source = write_jsonl(tmp_path / "mixed.jsonl", [good, *(line for line, _ in BAD_LINES)])
+    report = jobs.ingest([source], tmp_path / "lake")
+    assert report.lines_read == 1 + len(BAD_LINES)
+    assert report.landed_task_runs == 1
+    assert report.quarantined == len(BAD_LINES)
+    assert report.accounted == report.lines_read
+    rows = quarantine(tmp_path / "lake").sort("line")
+    assert rows["line"].to_list() == list(range(2, 2 + len(BAD_LINES)))
+    for (raw, reason), got_reason, got_raw, got_source in zip(
+        BAD_LINES, rows["reason"], rows["raw"], rows["source"], strict=True
+    ):
+        assert reason in got_reason
+        assert got_raw == raw
+        assert got_source == str(source)
+
+
+def test_duplicates_skipped_and_clashes_quarantined(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    first = write_jsonl(tmp_path / "a.jsonl", lines_of(record("r1"), record("r2")))
+    jobs.ingest([first], lake)
+    changed = record("r2")
+    changed["grade"]["subscores"]["pov_quality"] = 0.25
+    second = write_jsonl(
+        tmp_path / "b.jsonl",
+        [*lines_of(record("r1"), changed, record("r3")), json.dumps(record("r3"))],
+    )
+    report = jobs.ingest([second], lake)
+    assert report.landed_task_runs == 1  # r3 once
+    assert report.skipped_duplicates == 2  # r1 (of the lake) and r3 (earlier in the batch)
+    assert report.quarantined == 1
+    reason = quarantine(lake)["reason"][0]
+    assert "run_id 'r2' already landed with different content" in reason
+    assert str(first) in reason
+    assert count(lake, "task_runs") == 3
+
+
+def test_ingesting_a_file_twice_changes_nothing(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    source = write_jsonl(tmp_path / "a.jsonl", lines_of(record("r1"), record("r2")))
+    jobs.ingest([source], lake)
+    before = {t: count(lake, t) for t in ("task_runs", "task_components", "run_metadata")}
+    again = jobs.ingest([source], lake)
+    assert again.skipped_duplicates == 2
+    assert again.landed_task_runs == 0
+    assert {t: count(lake, t) for t in before} == before
+
+
+def test_unknown_fields_at_any_depth_are_kept(tmp_path: Path) -> None:
+    rec = record("r1", grader_build="2026.11", extra={"nested": {"deep": [1, 2]}})
+    rec["grade"]["novel"] = {"x": True}
+    rec["grade"]["metadata"]["future_field"] = {"list": [{"a": 1}]}
+    jobs.ingest([write_jsonl(tmp_path / "a.jsonl", lines_of(rec))], tmp_path / "lake")
+    runs = pl.read_parquet(next((tmp_path / "lake" / "task_runs").glob("*.parquet")))
+    assert json.loads(runs["record"][0]) == rec
+    meta = pl.read_parquet(next((tmp_path / "lake" / "run_metadata").glob("*.parquet")))
+    keyed = dict(zip(meta["key"], meta["value"], strict=True))
+    assert keyed["future_field.list[0].a"] == "1"
+    assert keyed["defect_matching.reason"] == '"stack matched"'
+
+
+def test_gzip_crlf_bom_and_blank_lines(tmp_path: Path) -> None:
+    text = "\ufeff" + "\r\n".join(lines_of(record("r1"), record("r2"))) + "\r\n\r\n"
+    gz = tmp_path / "a.jsonl.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    report = jobs.ingest([tmp_path], tmp_path / "lake")
+    assert report.landed_task_runs == 2
+    assert report.skipped_blank == 1
+    assert report.accounted == report.lines_read == 3
+
+
+def test_gzip_that_ends_early_keeps_whole_lines(tmp_path: Path) -> None:
+    body = "\n".join(lines_of(*(record(f"r{i}") for i in range(50)))).encode()
+    blob = gzip.compress(body)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(blob[: len(blob) * 2 // 3])
+    report = jobs.ingest([cut], tmp_path / "lake")
+    assert report.landed_task_runs >= 1
+    assert report.quarantined == 1
+    assert "ends early" in quarantine(tmp_path / "lake")["reason"][0]
+    assert report.accounted == report.lines_read
+
+
+def test_invalid_utf8_is_quarantined_with_bytes_shown(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(json.dumps(record("r1")).encode() + b"\n" + b'{"run_id": "\xff\xfe"}\n')
+    report = jobs.ingest([path], tmp_path / "lake")
+    assert (report.landed_task_runs, report.quarantined) == (1, 1)
+    row = quarantine(tmp_path / "lake").row(0, named=True)
+    assert "not valid UTF-8" in row["reason"]
+    assert "\\xff\\xfe" in row["raw"]
+
+
+def test_grader_error_lands_with_empty_parts(tmp_path: Path) -> None:
+    rec = with_grade(
+        "e1",
+        subscores={},
+        weights={},
+        env_internal_failure=True,
+        env_internal_failure_logs=["sandbox died"],
+    )
+    jobs.ingest([write_jsonl(tmp_path / "a.jsonl", lines_of(rec))], tmp_path / "lake")
+    runs = pl.read_parquet(next((tmp_path / "lake" / "task_runs").glob("*.parquet")))
+    assert runs["env_internal_failure"].to_list() == [True]
+    assert runs["failure_logs"].to_list() == [["sandbox died"]]
+
+
+def test_read_lines_numbers_lines_from_one(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "a.jsonl", ["{}", "{}", "{}"])
+    frame = read_lines([path]).frame
+    assert frame["line"].to_list() == [1, 2, 3]
+
+
+def test_new_env_type_lands_once_the_rubric_has_it(tmp_path: Path) -> None:
+    rec = record("f1", env_type="fuzz")
+    rec["grade"] = {"subscores": {"crash": 1.0}, "weights": {"crash": 1.0}}
+    source = write_jsonl(tmp_path / "a.jsonl", lines_of(rec))
+    assert jobs.ingest([source], tmp_path / "lake").quarantined == 1
+    rubric = parse_rubric({"task": {"fuzz": {"gate": "crash", "weights": {"crash": 1.0}}}})
+    assert jobs.ingest([source], tmp_path / "lake2", rubric).landed_task_runs == 1
+
+
+def test_cli_run_builds_a_warehouse_with_the_contract_views(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    source = write_jsonl(
+        tmp_path / "a.jsonl",
+        [*lines_of(record("r1"), record("r2", agent_version="1.1.0")), "garbage"],
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "run", str(source), "--lake", str(lake)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warehouse.duckdb" in done.stdout
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    views = {
+        row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()
+    }
+    for view in (
+        "task_runs",
+        "task_components",
+        "run_metadata",
+        "by_agent",
+        "by_defect",
+        "by_cwe",
+        "failure_reasons",
+        "quarantine",
+    ):
+        assert view in views
+    scores = con.execute("select run_id, score from task_runs order by run_id").fetchall()
+    # 0.6*1 + 0.2*0.5 + 0.1*0.5 + 0.1*1 = 0.85
+    assert scores == [("r1", pytest.approx(0.85)), ("r2", pytest.approx(0.85))]
+    assert con.execute("select count(*) from quarantine").fetchone() == (1,)
+    con.close()
+
+
+def test_missing_input_is_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "ingest",
+            str(tmp_path / "nope.jsonl"),
+            "--lake",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "nope.jsonl" in done.stderr
