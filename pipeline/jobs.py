@@ -177,16 +177,8 @@ def run(inputs: Sequence[Path], lake: Path, rubric: Rubric) -> RunSummary:
 
 def print_ingest_report(console: Console, report: IngestReport) -> None:
     table = Table(title=f"ingest {report.batch_id}", show_header=True)
-    for column in (
-        "files",
-        "lines",
-        "landed (task)",
-        "landed (surface)",
-        "quarantined",
-        "skipped (duplicate)",
-        "skipped (blank)",
-        "seconds",
-    ):
+    table.caption = "landed = task + surface; skipped = duplicates + blank"
+    for column in ("files", "lines", "task", "surface", "quarantined", "duplicates", "blank", "s"):
         table.add_column(column, justify="right")
     table.add_row(
         str(report.files),
