@@ -359,6 +359,7 @@ def landed_frames(batch: Batch) -> dict[str, pl.DataFrame]:
 class Deduped:
     batch: Batch
     skipped_duplicates: int
+    already_quarantined: int
 
 
 def _dedupe_runs(
@@ -416,8 +417,17 @@ def _dedupe_runs(
     return kept, skipped, clashes
 
 
-def dedupe(batch: Batch, landed_tasks: pl.DataFrame, landed_surfaces: pl.DataFrame) -> Deduped:
-    """Drop exact duplicates (of the lake or earlier in the batch); quarantine clashes."""
+def dedupe(
+    batch: Batch,
+    landed_tasks: pl.DataFrame,
+    landed_surfaces: pl.DataFrame,
+    landed_quarantine: pl.DataFrame,
+) -> Deduped:
+    """Drop exact duplicates (of the lake or earlier in the batch); quarantine clashes.
+
+    A bad line read again from the same place (a file ingested twice) is
+    counted as already quarantined instead of filling the quarantine twice.
+    """
     task_runs, task_skipped, task_clash = _dedupe_runs(
         batch.tables["task_runs"], landed_tasks, "task"
     )
@@ -445,12 +455,21 @@ def dedupe(batch: Batch, landed_tasks: pl.DataFrame, landed_surfaces: pl.DataFra
     ).select(
         "row_nr", "source", "line", "reason", "raw", "record_kind", batch_id=pl.lit(batch.batch_id)
     )
+    every_reject = pl.concat([batch.quarantine, clash_rows])
+    place = ["source", "line", "raw"]
+    fresh = every_reject.join(
+        landed_quarantine.select(place), on=place, how="anti", nulls_equal=True
+    )
     deduped = Batch(
         batch_id=batch.batch_id,
         tables=tables,
-        quarantine=pl.concat([batch.quarantine, clash_rows]),
+        quarantine=fresh,
         lines_read=batch.lines_read,
         blank_lines=batch.blank_lines,
         files=batch.files,
     )
-    return Deduped(batch=deduped, skipped_duplicates=task_skipped.height + surface_skipped.height)
+    return Deduped(
+        batch=deduped,
+        skipped_duplicates=task_skipped.height + surface_skipped.height,
+        already_quarantined=every_reject.height - fresh.height,
+    )

@@ -40,6 +40,7 @@ class IngestReport:
     quarantined: int
     skipped_duplicates: int
     skipped_blank: int
+    already_quarantined: int
     seconds: float
 
     @property
@@ -50,6 +51,7 @@ class IngestReport:
             + self.quarantined
             + self.skipped_duplicates
             + self.skipped_blank
+            + self.already_quarantined
         )
 
 
@@ -95,6 +97,7 @@ def ingest(inputs: Sequence[Path], lake: Path, rubric: Rubric | None = None) -> 
             batch,
             _landed(lake, "task_runs").select(provenance).collect(),
             _landed(lake, "surface_runs").select(provenance).collect(),
+            _landed(lake, "quarantine").select("source", "line", "raw").collect(),
         )
         frames = landed_frames(result.batch)
         writes = {
@@ -113,6 +116,7 @@ def ingest(inputs: Sequence[Path], lake: Path, rubric: Rubric | None = None) -> 
         quarantined=frames["quarantine"].height,
         skipped_duplicates=result.skipped_duplicates,
         skipped_blank=batch.blank_lines,
+        already_quarantined=result.already_quarantined,
         seconds=time.perf_counter() - started,
     )
 
@@ -177,8 +181,19 @@ def run(inputs: Sequence[Path], lake: Path, rubric: Rubric) -> RunSummary:
 
 def print_ingest_report(console: Console, report: IngestReport) -> None:
     table = Table(title=f"ingest {report.batch_id}", show_header=True)
-    table.caption = "landed = task + surface; skipped = duplicates + blank"
-    for column in ("files", "lines", "task", "surface", "quarantined", "duplicates", "blank", "s"):
+    table.caption = "landed = task + surface; skipped = duplicates + blank + seen (bad lines quarantined before)"
+    columns = (
+        "files",
+        "lines",
+        "task",
+        "surface",
+        "quarantined",
+        "duplicates",
+        "blank",
+        "seen",
+        "s",
+    )
+    for column in columns:
         table.add_column(column, justify="right")
     table.add_row(
         str(report.files),
@@ -188,6 +203,7 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         str(report.quarantined),
         str(report.skipped_duplicates),
         str(report.skipped_blank),
+        str(report.already_quarantined),
         f"{report.seconds:.2f}",
     )
     console.print(table)
