@@ -8,31 +8,17 @@ can be counted against the lines read.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import polars as pl
 
 from pipeline import surface
-from pipeline.lake import InputError
+from pipeline.reader import Lines
 from pipeline.sql import run_sql
 from pipeline.validate import validate_task_records
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, RunMetadata, TaskComponent, TaskPenalty, TaskRun
-
-INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
-DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
-UTF8_BOM = b"\xef\xbb\xbf"
-
-
-@dataclass(frozen=True)
-class Lines:
-    """Every line read: row_nr, source, line, raw (text or null), problem (a reason or null)."""
-
-    frame: pl.DataFrame
-    files: list[str]
 
 
 @dataclass
@@ -45,142 +31,6 @@ class Batch:
     lines_read: int
     blank_lines: int
     files: list[str] = field(default_factory=list)
-
-
-def is_input_file(path: Path) -> bool:
-    return path.is_file() and path.name.endswith(INPUT_SUFFIXES)
-
-
-def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
-    """Files as given; directories as every input file below them, in sorted order."""
-    files: list[Path] = []
-    for item in inputs:
-        if item.is_dir():
-            files.extend(sorted(p for p in item.rglob("*") if is_input_file(p)))
-        elif item.is_file():
-            files.append(item)
-        else:
-            raise InputError(f"no such input: {item}")
-    return files
-
-
-def _gunzip(data: bytes) -> tuple[bytes, str | None]:
-    """Decompress what can be; a gzip that ends early keeps its readable lines."""
-    inflater = zlib.decompressobj(wbits=31)
-    try:
-        out = inflater.decompress(data)
-    except zlib.error as exc:
-        return b"", f"not a readable gzip file ({exc})"
-    if not inflater.eof:
-        return out, "gzip stream ends early (file truncated): the last line may be cut"
-    return out, None
-
-
-LINE_SCHEMA = {
-    "source": pl.String,
-    "line": pl.Int64,
-    "raw": pl.String,
-    "not_utf8": pl.Boolean,
-    "file_problem": pl.String,
-}
-
-
-def _split_text(data: bytes) -> pl.DataFrame:
-    """Lines of a file as text; the happy path decodes once and splits in Polars."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        # Only a file with bad bytes pays for a decode per line, so that the
-        # raw text in quarantine still shows a person which bytes were wrong.
-        chunks = data.split(b"\n")
-        if chunks and chunks[-1] == b"":
-            chunks.pop()
-        texts, flags = [], []
-        for chunk in chunks:
-            try:
-                texts.append(chunk.decode("utf-8"))
-                flags.append(False)
-            except UnicodeDecodeError:
-                texts.append(chunk.decode("utf-8", "backslashreplace"))
-                flags.append(True)
-        return pl.DataFrame(
-            {"raw": texts, "not_utf8": flags}, schema={"raw": pl.String, "not_utf8": pl.Boolean}
-        )
-    lines = pl.Series("raw", [text], dtype=pl.String).str.split("\n").explode()
-    if text.endswith("\n"):
-        lines = lines.head(-1)  # the newline that ends the last line starts no line
-    return pl.DataFrame({"raw": lines}).with_columns(not_utf8=pl.lit(False))
-
-
-def _file_lines(path: Path) -> pl.DataFrame:
-    data = path.read_bytes()
-    problem: str | None = None
-    if path.name.endswith(".gz"):
-        data, problem = _gunzip(data)
-    if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM) :]
-    if problem is not None and not data:
-        # Nothing readable: the file itself is one quarantined entry (line 0).
-        return pl.DataFrame(
-            {
-                "source": [str(path)],
-                "line": [0],
-                "raw": [None],
-                "not_utf8": [False],
-                "file_problem": [problem],
-            },
-            schema=LINE_SCHEMA,
-        )
-    if path.name.endswith(".json"):
-        # One report per file: the whole text is the record, at line 1.
-        lines = _split_text(data.replace(b"\n", b" ")) if data.strip() else _split_text(b"")
-    else:
-        lines = _split_text(data)
-    # Only a last line without its newline can have been cut by the truncation.
-    cut = problem is not None and not data.endswith(b"\n")
-    numbered = lines.with_row_index("line", offset=1)
-    truncated_last = (pl.col("line") == pl.len()) & pl.lit(cut)
-    return numbered.select(
-        source=pl.lit(str(path)),
-        line=pl.col("line").cast(pl.Int64),
-        raw=pl.col("raw"),
-        not_utf8=pl.col("not_utf8"),
-        file_problem=pl.when(truncated_last).then(pl.lit(problem)),
-    )
-
-
-def read_lines(files: Sequence[Path], max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Lines:
-    """Every line of every file, numbered, with a problem where it cannot be a record."""
-    parts = [_file_lines(path) for path in files]
-    raw = pl.concat(parts) if parts else pl.DataFrame(schema=LINE_SCHEMA)
-    frame = (
-        raw.with_row_index("row_nr")
-        # CRLF files: the carriage return belongs to the line ending, not the record.
-        .with_columns(pl.col("raw").str.strip_suffix("\r"))
-        .with_columns(size=pl.col("raw").str.len_bytes())
-        .select(
-            "row_nr",
-            "source",
-            "line",
-            pl.when(pl.col("size") > max_record_bytes)
-            .then(pl.col("raw").str.slice(0, 1024) + pl.lit("…"))
-            .otherwise(pl.col("raw"))
-            .alias("raw"),
-            problem=pl.when(pl.col("file_problem").is_not_null())
-            .then(pl.col("file_problem"))
-            .when(pl.col("not_utf8"))
-            .then(pl.lit("line is not valid UTF-8 (bad bytes shown as \\x escapes)"))
-            .when(pl.col("size") > max_record_bytes)
-            .then(
-                pl.format(
-                    "record is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB)",
-                    pl.col("size"),
-                    pl.lit(max_record_bytes),
-                )
-            ),
-        )
-    )
-    return Lines(frame=frame, files=[str(p) for p in files])
 
 
 def classify(lines: pl.DataFrame) -> pl.DataFrame:

@@ -1,15 +1,21 @@
 """The pipeline definition: stages wired together, with the lake's I/O at the edges.
 
-ingest: files -> lines -> records -> landed tables (one commit per batch)
-score:  landed tables -> scores under one rubric (one commit per rubric)
-run:    ingest, then score, then the warehouse's views
+ingest: files -> line chunks -> records -> landed parts (one transaction per ingest)
+score:  landed parts -> scores under one rubric, part by part (one transaction)
+run:    ingest, then score what is not scored yet, then the warehouse's views
+
+A *part* is one chunk of one ingest: ``<table>/<batch_id>-pNNNNN.parquet`` in
+every landed table, holding whole runs with all their components. Scores are
+written per part (``scores/<rubric_key>/<table>/<part>.parquet``), so scoring
+holds one part in memory at a time, and "what is new" is the parts that have
+no score file under the current rubric yet.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -19,7 +25,8 @@ from rich.table import Table
 from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline import surface
-from pipeline.ingest import build_batch, dedupe, expand_inputs, landed_frames, read_lines
+from pipeline.ingest import build_batch, dedupe, landed_frames
+from pipeline.reader import DEFAULT_CHUNK_BYTES, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
 from pipeline.warehouse import build_warehouse, connect_read_only, warehouse_path
@@ -27,7 +34,13 @@ from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
 
 CURRENT_RUBRIC = "current_rubric"
+RUBRICS = "rubrics"
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
+PROVENANCE = ["run_id", "content_hash", "source", "line"]
+TASK_PART_TABLES = ("task_runs", "task_components", "task_penalties")
+SURFACE_PART_TABLES = ("surface_runs", "surface_findings")
+# The schema-only files the warehouse keeps so globs match; not parts.
+EMPTY_STEM = "empty"
 
 
 @dataclass
@@ -41,6 +54,7 @@ class IngestReport:
     skipped_duplicates: int
     skipped_blank: int
     already_quarantined: int
+    parts: list[str]
     seconds: float
 
     @property
@@ -60,6 +74,8 @@ class ScoreResult:
     rubric_id: str
     task_runs: int
     surface_runs: int
+    parts: int
+    full: bool
     seconds: float
 
 
@@ -68,7 +84,6 @@ class RunSummary:
     ingest: IngestReport
     score: ScoreResult
     warehouse: Path
-    by_version: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def current_rubric(lake: Path) -> Rubric | None:
@@ -79,58 +94,111 @@ def current_rubric(lake: Path) -> Rubric | None:
     return parse_rubric({"rubric_id": document["rubric_id"], **document["resolved"]})
 
 
+def known_rubrics(lake: Path) -> dict[str, dict[str, object]]:
+    """Every rubric the lake holds scores for, by rubric_id (lineage)."""
+    known: dict[str, dict[str, object]] = lk.read_json(lk.state_path(lake, RUBRICS), {})
+    return known
+
+
 def _landed(lake: Path, table: str) -> pl.LazyFrame:
     return lk.scan_table(lk.table_dir(lake, table), polars_schema(LANDED[table]))
 
 
-def ingest(inputs: Sequence[Path], lake: Path, rubric: Rubric | None = None) -> IngestReport:
-    """Land every readable record of ``inputs``; account for every line."""
+def _part_file(lake: Path, table: str, part: str) -> pl.LazyFrame:
+    path = lk.table_dir(lake, table) / f"{part}.parquet"
+    schema = polars_schema(LANDED[table])
+    return pl.scan_parquet(path, schema=schema) if path.exists() else pl.LazyFrame(schema=schema)
+
+
+def landed_parts(lake: Path, table: str) -> list[str]:
+    return [p.stem for p in lk.parquet_files(lk.table_dir(lake, table)) if p.stem != EMPTY_STEM]
+
+
+def scored_parts(lake: Path, rubric_id: str, table: str) -> list[str]:
+    return [p.stem for p in lk.parquet_files(lk.score_dir(lake, rubric_id, table))]
+
+
+def ingest_locked(
+    inputs: Sequence[Path],
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    extra_documents: dict[Path, object] | None = None,
+) -> IngestReport:
+    """ingest(), for a caller that already holds the lake's lock."""
     started = time.perf_counter()
-    with lk.lake_lock(lake):
-        lk.recover(lake)
-        env_rubric = rubric or current_rubric(lake) or parse_rubric({})
-        batch_id = lk.new_batch_id()
-        lines = read_lines(expand_inputs(inputs))
-        batch = build_batch(lines, sorted(env_rubric.task.envs), batch_id)
-        provenance = ["run_id", "content_hash", "source", "line"]
-        result = dedupe(
-            batch,
-            _landed(lake, "task_runs").select(provenance).collect(),
-            _landed(lake, "surface_runs").select(provenance).collect(),
-            _landed(lake, "quarantine").select("source", "line", "raw").collect(),
-        )
-        frames = landed_frames(result.batch)
-        writes = {
-            lk.table_dir(lake, name) / f"{batch_id}.parquet": frame
-            for name, frame in frames.items()
-            if frame.height
-        }
-        if writes:
-            lk.commit(lake, writes)
+    env_rubric = rubric or current_rubric(lake) or parse_rubric({})
+    env_types = sorted(env_rubric.task.envs)
+    batch_id = lk.new_batch_id()
+    files = expand_inputs(inputs)
+    landed_tasks = _landed(lake, "task_runs").select(PROVENANCE).collect()
+    landed_surfaces = _landed(lake, "surface_runs").select(PROVENANCE).collect()
+    landed_quarantine = _landed(lake, "quarantine").select("source", "line", "raw").collect()
+    totals = dict.fromkeys(
+        ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
+    )
+    parts: list[str] = []
+    with lk.Transaction(lake) as tx:
+        for index, lines in enumerate(iter_line_chunks(files, chunk_bytes=chunk_bytes)):
+            part = f"{batch_id}-p{index:05d}"
+            batch = build_batch(lines, env_types, batch_id)
+            result = dedupe(batch, landed_tasks, landed_surfaces, landed_quarantine)
+            frames = landed_frames(result.batch)
+            for name, frame in frames.items():
+                if frame.height:
+                    tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frame)
+            if frames["task_runs"].height or frames["surface_runs"].height:
+                parts.append(part)
+            # Later chunks of the same ingest dedupe against what this one landed.
+            landed_tasks = pl.concat([landed_tasks, frames["task_runs"].select(PROVENANCE)])
+            landed_surfaces = pl.concat(
+                [landed_surfaces, frames["surface_runs"].select(PROVENANCE)]
+            )
+            landed_quarantine = pl.concat(
+                [landed_quarantine, frames["quarantine"].select("source", "line", "raw")]
+            )
+            totals["lines"] += batch.lines_read
+            totals["task"] += frames["task_runs"].height
+            totals["surface"] += frames["surface_runs"].height
+            totals["quarantined"] += frames["quarantine"].height
+            totals["duplicates"] += result.skipped_duplicates
+            totals["blank"] += batch.blank_lines
+            totals["seen"] += result.already_quarantined
+        for target, document in (extra_documents or {}).items():
+            tx.write_json(target, document)
     return IngestReport(
         batch_id=batch_id,
-        files=len(lines.files),
-        lines_read=batch.lines_read,
-        landed_task_runs=frames["task_runs"].height,
-        landed_surface_runs=frames["surface_runs"].height,
-        quarantined=frames["quarantine"].height,
-        skipped_duplicates=result.skipped_duplicates,
-        skipped_blank=batch.blank_lines,
-        already_quarantined=result.already_quarantined,
+        files=len(files),
+        lines_read=totals["lines"],
+        landed_task_runs=totals["task"],
+        landed_surface_runs=totals["surface"],
+        quarantined=totals["quarantined"],
+        skipped_duplicates=totals["duplicates"],
+        skipped_blank=totals["blank"],
+        already_quarantined=totals["seen"],
+        parts=parts,
         seconds=time.perf_counter() - started,
     )
 
 
-def score_frames(lake: Path, rubric: Rubric) -> dict[str, pl.DataFrame]:
-    """Every landed run scored under ``rubric``, each table checked by its model."""
+def ingest(inputs: Sequence[Path], lake: Path, rubric: Rubric | None = None) -> IngestReport:
+    """Land every readable record of ``inputs``; account for every line."""
+    with lk.lake_lock(lake):
+        lk.recover(lake)
+        return ingest_locked(inputs, lake, rubric)
+
+
+def score_part(lake: Path, part: str, rubric: Rubric) -> dict[str, pl.DataFrame]:
+    """One landed part scored under ``rubric``, each table checked by its model."""
     tasks = task_score.score_tasks(
-        _landed(lake, "task_runs"),
-        _landed(lake, "task_components"),
-        _landed(lake, "task_penalties"),
+        _part_file(lake, "task_runs", part),
+        _part_file(lake, "task_components", part),
+        _part_file(lake, "task_penalties", part),
         rubric,
     )
     surfaces = surface.score_surfaces(
-        _landed(lake, "surface_runs"), _landed(lake, "surface_findings"), rubric
+        _part_file(lake, "surface_runs", part), _part_file(lake, "surface_findings", part), rubric
     )
     lazy = {
         "task_scores": tasks.runs,
@@ -143,45 +211,82 @@ def score_frames(lake: Path, rubric: Rubric) -> dict[str, pl.DataFrame]:
     return {name: checked(SCORED[name], frame) for name, frame in zip(lazy, collected, strict=True)}
 
 
-def score(lake: Path, rubric: Rubric) -> ScoreResult:
-    """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
+def pending_parts(lake: Path, rubric: Rubric) -> list[str]:
+    """Landed parts with no scores under ``rubric`` yet."""
+    landed = set(landed_parts(lake, "task_runs")) | set(landed_parts(lake, "surface_runs"))
+    done = set(scored_parts(lake, rubric.rubric_id, "task_scores"))
+    return sorted(landed - done)
+
+
+def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
+    """Score every part (full) or only the parts not yet scored under ``rubric``.
+
+    The rubric becomes the lake's current one in the same transaction, so the
+    warehouse never shows a mix of two rubrics' scores.
+    """
     started = time.perf_counter()
-    with lk.lake_lock(lake):
-        lk.recover(lake)
-        frames = score_frames(lake, rubric)
-        stamp = lk.new_batch_id()
-        old = [
-            path
-            for name in frames
-            for path in lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, name))
-        ]
-        writes = {
-            lk.score_dir(lake, rubric.rubric_id, name) / f"{stamp}.parquet": frame
-            for name, frame in frames.items()
-        }
-        lk.commit(lake, writes, deletes=old)
-        lk.write_json_atomic(
-            {"rubric_id": rubric.rubric_id, "resolved": rubric.resolved},
+    before = current_rubric(lake)
+    # A different rubric means the whole history is rescored under it.
+    full = full or before is None or before.rubric_id != rubric.rubric_id
+    parts = (
+        sorted(set(landed_parts(lake, "task_runs")) | set(landed_parts(lake, "surface_runs")))
+        if full
+        else pending_parts(lake, rubric)
+    )
+    counts = {"task_scores": 0, "surface_scores": 0}
+    with lk.Transaction(lake) as tx:
+        for part in parts:
+            for name, frame in score_part(lake, part, rubric).items():
+                tx.write(lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet", frame)
+                if name in counts:
+                    counts[name] += frame.height
+        if full:
+            # Scores of parts that are no longer landed (removed by hand) go too.
+            for name in SCORED:
+                for path in lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, name)):
+                    if path.stem not in parts:
+                        tx.delete(path)
+        tx.write_json(
             lk.state_path(lake, CURRENT_RUBRIC),
+            {"rubric_id": rubric.rubric_id, "resolved": rubric.resolved},
         )
-        build_warehouse(lake, rubric.rubric_id)
+        tx.write_json(
+            lk.state_path(lake, RUBRICS),
+            {**known_rubrics(lake), rubric.rubric_id: dict(rubric.resolved)},
+        )
+    build_warehouse(lake, rubric.rubric_id)
     return ScoreResult(
         rubric_id=rubric.rubric_id,
-        task_runs=frames["task_scores"].height,
-        surface_runs=frames["surface_scores"].height,
+        task_runs=counts["task_scores"],
+        surface_runs=counts["surface_scores"],
+        parts=len(parts),
+        full=full,
         seconds=time.perf_counter() - started,
     )
 
 
+def score(lake: Path, rubric: Rubric) -> ScoreResult:
+    """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
+    with lk.lake_lock(lake):
+        lk.recover(lake)
+        return score_locked(lake, rubric, full=True)
+
+
 def run(inputs: Sequence[Path], lake: Path, rubric: Rubric) -> RunSummary:
-    report = ingest(inputs, lake, rubric)
-    result = score(lake, rubric)
+    """Ingest, score what is new (everything, when the rubric changed), refresh the views."""
+    with lk.lake_lock(lake):
+        lk.recover(lake)
+        report = ingest_locked(inputs, lake, rubric)
+        result = score_locked(lake, rubric, full=False)
     return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
 
 
 def print_ingest_report(console: Console, report: IngestReport) -> None:
     table = Table(title=f"ingest {report.batch_id}", show_header=True)
-    table.caption = "landed = task + surface; skipped = duplicates + blank + seen (bad lines quarantined before)"
+    table.caption = (
+        "landed = task + surface; skipped = duplicates + blank + seen "
+        "(bad lines quarantined before)"
+    )
     columns = (
         "files",
         "lines",
@@ -212,6 +317,7 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
 def print_score_result(console: Console, result: ScoreResult) -> None:
     console.print(
         f"scored {result.task_runs} task runs and {result.surface_runs} surface grades "
+        f"({'all' if result.full else 'new'} parts: {result.parts}) "
         f"under rubric {result.rubric_id} in {result.seconds:.2f}s",
         highlight=False,
     )

@@ -168,28 +168,63 @@ def _staging(lake: Path) -> Path:
     return lake / "_staging"
 
 
-def commit(
-    lake: Path,
-    writes: dict[Path, pl.DataFrame],
-    deletes: list[Path] | None = None,
-) -> None:
-    """Write several files and delete others as one unit.
+class Transaction:
+    """Several files written and others deleted as one unit.
 
-    The files are written whole into a staging folder, then a journal naming
-    every move is written, then the moves happen. A crash before the journal
-    leaves the lake as it was (the staging folder is discarded by
-    ``recover``); a crash after it is completed by ``recover``. Either way no
-    reader sees part of a file, and a batch is never left half-landed.
+    Files are written whole into a staging folder as they come (so a large
+    rescore never holds every table in memory), then a journal naming every
+    move is written, then the moves happen. A crash before the journal leaves
+    the lake as it was (``recover`` discards the staging folder); a crash after
+    it is completed by ``recover``. Either way no reader sees part of a file,
+    and a batch is never left half-landed.
     """
-    stage = _staging(lake) / new_batch_id()
-    stage.mkdir(parents=True)
-    moves: list[dict[str, str]] = []
-    for index, (target, frame) in enumerate(sorted(writes.items())):
-        staged = write_parquet_atomic(frame, stage / f"{index:04d}.parquet")
-        moves.append({"from": str(staged), "to": str(target)})
-    journal = {"moves": moves, "deletes": [str(p) for p in deletes or []]}
-    write_json_atomic(journal, stage / "COMMIT.json")
-    _apply(stage)
+
+    def __init__(self, lake: Path) -> None:
+        self.lake = lake
+        self.stage = _staging(lake) / new_batch_id()
+        self.stage.mkdir(parents=True)
+        self.moves: list[dict[str, str]] = []
+        self.deletes: list[str] = []
+
+    def write(self, target: Path, frame: pl.DataFrame) -> None:
+        staged = write_parquet_atomic(frame, self.stage / f"{len(self.moves):06d}.parquet")
+        self.moves.append({"from": str(staged), "to": str(target)})
+
+    def write_json(self, target: Path, document: Any) -> None:
+        staged = write_json_atomic(document, self.stage / f"{len(self.moves):06d}.json")
+        self.moves.append({"from": str(staged), "to": str(target)})
+
+    def delete(self, target: Path) -> None:
+        self.deletes.append(str(target))
+
+    def commit(self) -> None:
+        # A file both rewritten and listed for deletion is kept: the rewrite wins.
+        written = {move["to"] for move in self.moves}
+        journal = {
+            "moves": self.moves,
+            "deletes": [d for d in self.deletes if d not in written],
+        }
+        write_json_atomic(journal, self.stage / "COMMIT.json")
+        _apply(self.stage)
+
+    def abort(self) -> None:
+        _discard(self.stage)
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def _discard(stage: Path) -> None:
+    if stage.is_dir():
+        for leftover in stage.iterdir():
+            leftover.unlink()
+        stage.rmdir()
 
 
 def _apply(stage: Path) -> None:
@@ -203,9 +238,7 @@ def _apply(stage: Path) -> None:
     for doomed in journal["deletes"]:
         Path(doomed).unlink(missing_ok=True)
     (stage / "COMMIT.json").unlink()
-    for leftover in stage.iterdir():
-        leftover.unlink()
-    stage.rmdir()
+    _discard(stage)
 
 
 def recover(lake: Path) -> list[str]:
@@ -219,9 +252,7 @@ def recover(lake: Path) -> list[str]:
             _apply(stage)
             done.append(f"completed {stage.name}")
         else:
-            for leftover in stage.iterdir():
-                leftover.unlink()
-            stage.rmdir()
+            _discard(stage)
             done.append(f"discarded {stage.name}")
     for stray in lake.rglob(".*.tmp"):
         stray.unlink(missing_ok=True)

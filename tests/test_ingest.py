@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from pipeline import jobs
-from pipeline.ingest import read_lines
+from pipeline.reader import read_lines
 from pipeline.rubric import parse_rubric
 
 ROOT = Path(__file__).resolve().parents[1]

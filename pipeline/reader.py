@@ -1,0 +1,248 @@
+"""Input files to numbered lines, in chunks of bounded size.
+
+A chunk holds whole lines only and at most about ``chunk_bytes`` of text, so
+a file of ten million lines is read without holding it all in memory. Lines
+keep their file and 1-based line number; a file that cannot be read at all
+becomes one entry at line 0, so it is counted like any line.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.lake import InputError
+
+INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
+DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
+DEFAULT_CHUNK_BYTES = 256 * 1024 * 1024
+READ_BLOCK_BYTES = 16 * 1024 * 1024
+# Raw text kept in quarantine for a record over the size limit.
+KEPT_PREFIX_CHARS = 1024
+UTF8_BOM = b"\xef\xbb\xbf"
+
+LINE_SCHEMA = {
+    "source": pl.String,
+    "line": pl.Int64,
+    "raw": pl.String,
+    "not_utf8": pl.Boolean,
+    "file_problem": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Lines read: row_nr, source, line, raw (text or null), problem (a reason or null)."""
+
+    frame: pl.DataFrame
+    files: list[str]
+
+
+def is_input_file(path: Path) -> bool:
+    return path.is_file() and path.name.endswith(INPUT_SUFFIXES)
+
+
+def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
+    """Files as given; directories as every input file below them, in sorted order."""
+    files: list[Path] = []
+    for item in inputs:
+        if item.is_dir():
+            files.extend(sorted(p for p in item.rglob("*") if is_input_file(p)))
+        elif item.is_file():
+            files.append(item)
+        else:
+            raise InputError(f"no such input: {item}")
+    return files
+
+
+def _split_text(data: bytes) -> pl.DataFrame:
+    """Whole lines of text; the happy path decodes once and splits in Polars."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Only a block with bad bytes pays for a decode per line, so that the
+        # raw text in quarantine still shows a person which bytes were wrong.
+        chunks = data.split(b"\n")
+        if chunks and chunks[-1] == b"":
+            chunks.pop()
+        texts: list[str] = []
+        flags: list[bool] = []
+        for chunk in chunks:
+            try:
+                texts.append(chunk.decode("utf-8"))
+                flags.append(False)
+            except UnicodeDecodeError:
+                texts.append(chunk.decode("utf-8", "backslashreplace"))
+                flags.append(True)
+        return pl.DataFrame(
+            {"raw": texts, "not_utf8": flags}, schema={"raw": pl.String, "not_utf8": pl.Boolean}
+        )
+    if not text:
+        return pl.DataFrame(schema={"raw": pl.String, "not_utf8": pl.Boolean})
+    lines = pl.Series("raw", [text], dtype=pl.String).str.split("\n").explode()
+    if text.endswith("\n"):
+        lines = lines.head(-1)  # the newline that ends the last line starts no line
+    return pl.DataFrame({"raw": lines}).with_columns(not_utf8=pl.lit(False))
+
+
+def _byte_blocks(path: Path) -> Iterator[tuple[bytes, str | None]]:
+    """The file's bytes in blocks, decompressed; a problem with the last block."""
+    with open(path, "rb") as handle:
+        if not path.name.endswith(".gz"):
+            while block := handle.read(READ_BLOCK_BYTES):
+                yield block, None
+            return
+        inflater = zlib.decompressobj(wbits=31)
+        while block := handle.read(READ_BLOCK_BYTES):
+            try:
+                yield inflater.decompress(block), None
+            except zlib.error as exc:
+                yield b"", f"not a readable gzip file ({exc})"
+                return
+            if inflater.eof:
+                return
+        yield (
+            inflater.flush(),
+            (
+                None
+                if inflater.eof
+                else "gzip stream ends early (file truncated): the last line may be cut"
+            ),
+        )
+
+
+def _numbered(
+    lines: pl.DataFrame, source: str, first_line: int, last_problem: str | None
+) -> pl.DataFrame:
+    numbered = lines.with_row_index("line", offset=first_line)
+    last = pl.col("line") == pl.col("line").max()
+    return numbered.select(
+        source=pl.lit(source),
+        line=pl.col("line").cast(pl.Int64),
+        raw=pl.col("raw"),
+        not_utf8=pl.col("not_utf8"),
+        file_problem=pl.when(last).then(pl.lit(last_problem, dtype=pl.String)),
+    )
+
+
+def _whole_file_problem(source: str, problem: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "source": [source],
+            "line": [0],
+            "raw": [None],
+            "not_utf8": [False],
+            "file_problem": [problem],
+        },
+        schema=LINE_SCHEMA,
+    )
+
+
+def _file_frames(path: Path, chunk_bytes: int) -> Iterator[pl.DataFrame]:
+    """Frames of whole numbered lines of one file, each about chunk_bytes at most."""
+    source = str(path)
+    carry = b""
+    next_line = 1
+    first = True
+    problem: str | None = None
+    one_record = path.name.endswith(".json")
+    for block, problem in _byte_blocks(path):
+        if first and block:
+            block = block.removeprefix(UTF8_BOM)
+            first = False
+        carry += block
+        if one_record or len(carry) < chunk_bytes or problem is not None:
+            continue
+        cut = carry.rfind(b"\n") + 1
+        if cut == 0:
+            continue
+        lines = _split_text(carry[:cut])
+        carry = carry[cut:]
+        yield _numbered(lines, source, next_line, None)
+        next_line += lines.height
+    if problem is not None and next_line == 1 and not carry:
+        yield _whole_file_problem(source, problem)
+        return
+    if one_record:
+        # One report per file: the whole text is the record, at line 1.
+        if carry.strip():
+            text = _split_text(carry.replace(b"\n", b" ").replace(b"\r", b" ") + b"\n")
+            yield _numbered(text, source, 1, problem)
+        return
+    # Only a last line without its newline can have been cut by a truncation.
+    cut_problem = problem if problem is not None and not carry.endswith(b"\n") else None
+    lines = _split_text(carry)
+    if lines.height:
+        yield _numbered(lines, source, next_line, cut_problem)
+
+
+def _with_problems(raw: pl.DataFrame, first_row: int, max_record_bytes: int) -> pl.DataFrame:
+    size = pl.col("raw").str.len_bytes()
+    return (
+        raw.with_row_index("row_nr", offset=first_row)
+        # CRLF files: the carriage return belongs to the line ending, not the record.
+        .with_columns(pl.col("raw").str.strip_suffix("\r"))
+        .with_columns(size=size)
+        .select(
+            "row_nr",
+            "source",
+            "line",
+            pl.when(pl.col("size") > max_record_bytes)
+            .then(pl.col("raw").str.slice(0, KEPT_PREFIX_CHARS) + pl.lit("…"))
+            .otherwise(pl.col("raw"))
+            .alias("raw"),
+            problem=pl.when(pl.col("file_problem").is_not_null())
+            .then(pl.col("file_problem"))
+            .when(pl.col("not_utf8"))
+            .then(pl.lit("line is not valid UTF-8 (bad bytes shown as \\x escapes)"))
+            .when(pl.col("size") > max_record_bytes)
+            .then(
+                pl.format(
+                    "record is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB)",
+                    pl.col("size"),
+                    pl.lit(max_record_bytes),
+                )
+            ),
+        )
+    )
+
+
+def iter_line_chunks(
+    files: Sequence[Path],
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> Iterator[Lines]:
+    """Every line of every file, numbered, in chunks; always at least one chunk."""
+    pending: list[pl.DataFrame] = []
+    pending_bytes = 0
+    pending_files: list[str] = []
+    next_row = 0
+    yielded = False
+    for path in files:
+        pending_files.append(str(path))
+        for frame in _file_frames(path, chunk_bytes):
+            pending.append(frame)
+            pending_bytes += int(frame["raw"].str.len_bytes().sum() or 0)
+            if pending_bytes >= chunk_bytes:
+                chunk = _with_problems(pl.concat(pending), next_row, max_record_bytes)
+                next_row += chunk.height
+                yield Lines(frame=chunk, files=pending_files)
+                yielded = True
+                pending, pending_bytes, pending_files = [], 0, []
+    if pending or not yielded:
+        raw = pl.concat(pending) if pending else pl.DataFrame(schema=LINE_SCHEMA)
+        yield Lines(frame=_with_problems(raw, next_row, max_record_bytes), files=pending_files)
+
+
+def read_lines(files: Sequence[Path], max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Lines:
+    """Every line of every file in one frame (for small inputs and tests)."""
+    chunks = list(iter_line_chunks(files, max_record_bytes=max_record_bytes))
+    return Lines(
+        frame=pl.concat([c.frame for c in chunks]),
+        files=[f for c in chunks for f in c.files],
+    )
