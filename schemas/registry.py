@@ -8,6 +8,13 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
+from schemas.surface import (
+    SurfaceFinding,
+    SurfaceFindingScore,
+    SurfacePhaseScore,
+    SurfaceRun,
+    SurfaceScore,
+)
 from schemas.tasks import (
     Quarantine,
     RunMetadata,
@@ -24,9 +31,14 @@ LANDED: dict[str, type[pa.DataFrameModel]] = {
     "task_penalties": TaskPenalty,
     "run_metadata": RunMetadata,
     "quarantine": Quarantine,
+    "surface_runs": SurfaceRun,
+    "surface_findings": SurfaceFinding,
 }
 
 SCORED: dict[str, type[pa.DataFrameModel]] = {
     "task_scores": TaskScore,
     "task_component_scores": TaskComponentScore,
+    "surface_scores": SurfaceScore,
+    "surface_finding_scores": SurfaceFindingScore,
+    "surface_phase_scores": SurfacePhaseScore,
 }

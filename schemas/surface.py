@@ -1,0 +1,153 @@
+"""Pandera models of the surface-grade tables (mcp-xray reports): what lands, what scoring writes.
+
+Landed: ``surface_runs`` (one row per report) and ``surface_findings`` (one row per finding).
+Scored, under one rubric: ``surface_scores`` (dimensions, overall, letter per report),
+``surface_finding_scores`` (the severity the pipeline assigns) and ``surface_phase_scores``
+(context efficiency per phase). CONTRACT.md sections 3 and 5.
+"""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+
+DIMENSIONS = (
+    "context_efficiency",
+    "selection_robustness",
+    "surface_redundancy",
+    "schema_hygiene",
+    "description_quality",
+)
+
+
+class SurfaceRun(pa.DataFrameModel):
+    """One landed mcp-xray report, the fields the grade uses, and its provenance."""
+
+    # The report's own run_id, else <server.name>@<server.version>@<generated_at>.
+    run_id: str = pa.Field(unique=True, str_length={"min_value": 1})
+    server: str = pa.Field(str_length={"min_value": 1})
+    server_version: str = pa.Field(str_length={"min_value": 1})
+    fingerprint: str = pa.Field(nullable=True)
+    # server.tool_count as the report gives it (for a phased server: the union).
+    tool_count: pl.Int64 = pa.Field(nullable=True, ge=0)
+    generated_at: pl.Datetime(time_unit="us", time_zone="UTC") = pa.Field(nullable=True)  # type: ignore[valid-type]
+    # generated_at exactly as written, the text that run_id is made of.
+    generated_at_text: str = pa.Field(nullable=True)
+    coverage_ran: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
+    finding_count: pl.Int64 = pa.Field(ge=0)
+    reported_overall: pl.Float64 = pa.Field(nullable=True)
+    reported_letter: str = pa.Field(nullable=True)
+    reported_subscores: str = pa.Field(nullable=True)  # grade.subscores, JSON text
+    phased: bool = pa.Field(nullable=True)  # headline.phased
+    reported_worst_phase: str = pa.Field(nullable=True)  # headline.worst_phase
+    phase_tokens: str = pa.Field(nullable=True)  # headline.phase_tokens, JSON text
+    # The report exactly as it arrived (unknown fields at any depth included).
+    record: str
+    source: str
+    line: pl.Int64 = pa.Field(ge=1)
+    batch_id: str
+    content_hash: str
+
+    class Config:
+        strict = True
+        coerce = False
+
+
+class SurfaceFinding(pa.DataFrameModel):
+    """One finding of a landed report, long form: the measurement kept whole and typed."""
+
+    run_id: str
+    finding_index: pl.Int64 = pa.Field(ge=0)  # position in the report's findings list
+    probe: str = pa.Field(nullable=True)
+    kind: str = pa.Field(str_length={"min_value": 1})
+    target: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
+    target_is_list: bool
+    measurement: str  # the whole measurement object, JSON text ('{}' when absent)
+    scope: str = pa.Field(nullable=True)
+    tokens: pl.Float64 = pa.Field(nullable=True)
+    tool_count: pl.Int64 = pa.Field(nullable=True)
+    tokens_per_tool_avg: pl.Float64 = pa.Field(nullable=True)
+    share: pl.Float64 = pa.Field(nullable=True)
+    smell: str = pa.Field(nullable=True)
+    tokens_saved_est: pl.Float64 = pa.Field(nullable=True)
+    wide_union: bool = pa.Field(nullable=True)
+    mixes_read_write: bool = pa.Field(nullable=True)
+    pass_rate: pl.Float64 = pa.Field(nullable=True)
+    mode: str = pa.Field(nullable=True)
+    fire_rate: pl.Float64 = pa.Field(nullable=True)
+    tokens_est: pl.Float64 = pa.Field(nullable=True)
+    injector_kind: str = pa.Field(nullable=True)  # measurement.kind (hidden_injector)
+    recommend_jit: bool = pa.Field(nullable=True)
+    phase: str = pa.Field(nullable=True)
+    worst_phase: str = pa.Field(nullable=True)
+    reported_severity: pl.Float64 = pa.Field(nullable=True)  # kept, never used for scoring
+    confidence: pl.Float64 = pa.Field(nullable=True)
+    detail: str = pa.Field(nullable=True)  # JSON text
+    batch_id: str
+
+    class Config:
+        strict = True
+        coerce = False
+        unique = ["run_id", "finding_index"]
+
+
+class SurfaceScore(pa.DataFrameModel):
+    """One report regraded under one rubric (CONTRACT section 5); null means not measured."""
+
+    run_id: str = pa.Field(unique=True)
+    rubric_id: str
+    n_tools: pl.Int64 = pa.Field(ge=0)  # n of CONTRACT 5
+    injector_tokens: pl.Float64 = pa.Field(ge=0)  # I of CONTRACT 5
+    context_efficiency: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    selection_robustness: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    surface_redundancy: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    schema_hygiene: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    description_quality: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    measured_weight: pl.Float64 = pa.Field(ge=0)
+    overall: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    overall_rounded: pl.Float64 = pa.Field(nullable=True)  # half up, one decimal
+    letter: str = pa.Field(nullable=True)
+    worst_phase: str = pa.Field(nullable=True)
+    reported_overall: pl.Float64 = pa.Field(nullable=True)
+    reported_letter: str = pa.Field(nullable=True)
+    overall_delta: pl.Float64 = pa.Field(nullable=True)  # ours - reported
+    # Null unless the rubric is mcp-xray's own (rubric.is_default_surface) and both exist.
+    agrees_with_report: bool = pa.Field(nullable=True)
+    letter_agrees: bool = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = False
+
+
+class SurfaceFindingScore(pa.DataFrameModel):
+    run_id: str
+    finding_index: pl.Int64 = pa.Field(ge=0)
+    rubric_id: str
+    kind: str
+    severity: pl.Float64 = pa.Field(ge=0, le=1)
+    reported_severity: pl.Float64 = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = False
+        unique = ["run_id", "finding_index"]
+
+
+class SurfacePhaseScore(pa.DataFrameModel):
+    """Context efficiency of each phase (phase 'all' for an unphased server)."""
+
+    run_id: str
+    rubric_id: str
+    finding_index: pl.Int64 = pa.Field(ge=0)  # the token_cost finding the row comes from
+    phase: str
+    tool_count: pl.Int64 = pa.Field(nullable=True, ge=0)
+    tokens: pl.Float64 = pa.Field(ge=0)
+    tokens_per_tool_avg: pl.Float64 = pa.Field(ge=0)
+    context_efficiency: pl.Float64 = pa.Field(ge=0, le=100)
+    is_worst_phase: bool
+
+    class Config:
+        strict = True
+        coerce = False
+        unique = ["run_id", "finding_index"]

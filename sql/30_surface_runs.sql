@@ -1,0 +1,53 @@
+-- surface_runs: one row per landed mcp-xray report (one version of one MCP server) with our
+-- regrade under the current rubric (CONTRACT 5). Dimensions, overall are 0–100, unrounded,
+-- null when not measured; letter comes from overall rounded half up to one decimal;
+-- worst_phase is the phase a phased server is scored on. reported_overall/reported_letter
+-- are mcp-xray's own; overall_delta = overall - reported_overall, agrees_with_report /
+-- letter_agrees are null unless the rubric is mcp-xray's own. tool_count is server.tool_count
+-- as reported (a phased server's union), n_tools the n the formulas used. A report not yet
+-- scored under the current rubric has null scores and rubric_id.
+create or replace view surface_runs as
+with scores as (
+    select *
+    from read_parquet('{{lake}}/scores/*/surface_scores/*.parquet', union_by_name = true)
+    where rubric_id = (select value from _meta where key = 'rubric_id')
+)
+select
+    r.run_id,
+    r.server,
+    r.server_version,
+    r.fingerprint,
+    r.generated_at,
+    r.tool_count,
+    s.n_tools,
+    s.overall,
+    s.overall_rounded,
+    s.letter,
+    s.worst_phase,
+    s.context_efficiency,
+    s.selection_robustness,
+    s.surface_redundancy,
+    s.schema_hygiene,
+    s.description_quality,
+    s.measured_weight,
+    s.injector_tokens,
+    r.reported_overall,
+    r.reported_letter,
+    s.overall_delta,
+    s.agrees_with_report,
+    s.letter_agrees,
+    s.rubric_id,
+    r.coverage_ran,
+    r.finding_count,
+    r.phased,
+    r.reported_worst_phase,
+    r.phase_tokens,
+    r.reported_subscores,
+    r.generated_at_text,
+    r.source,
+    r.line,
+    r.batch_id,
+    r.content_hash,
+    r.record
+from read_parquet('{{lake}}/surface_runs/*.parquet', union_by_name = true) as r
+left join scores as s using (run_id)

@@ -1,0 +1,811 @@
+"""Surface grades (CONTRACT 3 and 5): severities, dimensions, overall, letter, parsing.
+
+Every expected value is worked by hand in the comment beside it, from the contract's
+formulas and the default rubric's constants.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import hypothesis.strategies as st
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from pipeline.rubric import Rubric, parse_rubric
+from pipeline.surface import (
+    SurfaceBatch,
+    finding_severity,
+    letter_grade,
+    parse_reports,
+    round_half_up,
+    score_surfaces,
+)
+from schemas import checked, polars_schema
+from schemas.surface import (
+    DIMENSIONS,
+    SurfaceFinding,
+    SurfaceFindingScore,
+    SurfacePhaseScore,
+    SurfaceRun,
+    SurfaceScore,
+)
+from schemas.tasks import Quarantine
+
+DEFAULT = parse_rubric({})
+OFFLINE = ("static_hygiene", "consolidate")
+WITH_NOISE = ("static_hygiene", "consolidate", "noise")
+
+
+def finding(kind: str, target: Any = "tool_a", **measurement: Any) -> dict[str, Any]:
+    return {
+        "probe": "test",
+        "kind": kind,
+        "target": target,
+        "measurement": measurement,
+        "severity": 0.123,
+        "confidence": 0.9,
+        "detail": {},
+    }
+
+
+def injector(kind: str, tokens_est: float, target: str = "server.instructions") -> dict[str, Any]:
+    """A hidden_injector finding (its measurement has a key named ``kind``)."""
+    found = finding("hidden_injector", target, tokens_est=tokens_est)
+    found["measurement"]["kind"] = kind
+    return found
+
+
+def surface(tokens: float, tool_count: int, per_tool: float, **extra: Any) -> dict[str, Any]:
+    return finding(
+        "token_cost",
+        ["tool_a"],
+        scope="surface",
+        tokens=tokens,
+        tool_count=tool_count,
+        tokens_per_tool_avg=per_tool,
+        **extra,
+    )
+
+
+def report(
+    findings: list[dict[str, Any]],
+    ran: tuple[str, ...] = OFFLINE,
+    name: str = "srv",
+    version: str = "1.0.0",
+    **top: Any,
+) -> dict[str, Any]:
+    return {
+        "tool": "mcp-xray",
+        "generated_at": "2026-12-02T13:42:50+00:00",
+        "server": {"name": name, "version": version, "fingerprint": "f00", "tool_count": 2},
+        "coverage": {"ran": list(ran)},
+        "findings": findings,
+        **top,
+    }
+
+
+def records(*raws: str | dict[str, Any]) -> pl.DataFrame:
+    texts = [r if isinstance(r, str) else json.dumps(r) for r in raws]
+    return pl.DataFrame(
+        {
+            "source": ["reports.jsonl"] * len(texts),
+            "line": list(range(1, len(texts) + 1)),
+            "raw": texts,
+            "content_hash": [str(hash(t)) for t in texts],
+            "batch_id": ["b1"] * len(texts),
+        },
+        schema={
+            "source": pl.String,
+            "line": pl.Int64,
+            "raw": pl.String,
+            "content_hash": pl.String,
+            "batch_id": pl.String,
+        },
+    )
+
+
+def parse(*raws: str | dict[str, Any]) -> SurfaceBatch:
+    batch = parse_reports(records(*raws))
+    # What lands must pass the models the lake writes with.
+    checked(SurfaceRun, batch.runs)
+    checked(SurfaceFinding, batch.findings)
+    checked(Quarantine, batch.quarantine)
+    return batch
+
+
+def grade(
+    findings: list[dict[str, Any]],
+    ran: tuple[str, ...] = OFFLINE,
+    rubric: Rubric = DEFAULT,
+    **top: Any,
+) -> dict[str, Any]:
+    """The one surface_scores row of a single report."""
+    batch = parse(report(findings, ran, **top))
+    assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
+    scoring = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), rubric)
+    rows = checked(SurfaceScore, scoring.runs.collect())
+    assert rows.height == 1
+    return rows.row(0, named=True)
+
+
+def severities(findings: list[dict[str, Any]], rubric: Rubric = DEFAULT) -> list[float]:
+    batch = parse(report(findings))
+    assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
+    scoring = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), rubric)
+    rows = checked(SurfaceFindingScore, scoring.findings.collect()).sort("finding_index")
+    return rows["severity"].to_list()
+
+
+def phases(findings: list[dict[str, Any]], ran: tuple[str, ...] = OFFLINE) -> pl.DataFrame:
+    batch = parse(report(findings, ran))
+    scoring = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), DEFAULT)
+    return checked(SurfacePhaseScore, scoring.phases.collect()).sort("finding_index")
+
+
+# ------------------------------------------------------------------------- severity
+
+
+def test_token_cost_surface_severity() -> None:
+    # lerp(375, 150, 600) = 100 * (1 - 225/450) = 50 -> 1 - 0.5 = 0.5
+    # lerp(100, ...) = 100 -> 0;  lerp(700, ...) = 0 -> 1
+    got = severities([surface(3000, 8, 375), surface(800, 8, 100), surface(5600, 8, 700)])
+    assert got == pytest.approx([0.5, 0.0, 1.0])
+
+
+def test_token_cost_other_scope_severity() -> None:
+    # clamp(0.2 * 3) = 0.6;  clamp(0.5 * 3 = 1.5) = 1;  share missing -> 0 * 3 = 0
+    got = severities(
+        [
+            finding("token_cost", scope="tool", tokens=10, share=0.2),
+            finding("token_cost", scope="tool", tokens=10, share=0.5),
+            finding("token_cost", scope="tool", tokens=10),
+        ]
+    )
+    assert got == pytest.approx([0.6, 1.0, 0.0])
+
+
+def test_schema_smell_severity_table_and_fallback() -> None:
+    table = {
+        "missing_description": 0.9,
+        "tiny_description": 0.7,
+        "vague_description": 0.45,
+        "short_description": 0.4,
+        "deep_nesting": 0.6,
+        "enum_bloat": 0.55,
+        "wide_schema": 0.5,
+    }
+    smells = [finding("schema_smell", smell=name) for name in table]
+    # an unknown smell and a smell-less schema_smell are "any other smell": 0.4
+    smells += [finding("schema_smell", smell="odd_smell"), finding("schema_smell")]
+    assert severities(smells) == pytest.approx([*table.values(), 0.4, 0.4])
+
+
+def test_merge_candidate_severity() -> None:
+    # saved 400: 0.4 + clamp(400/800) * 0.4 = 0.4 + 0.2 = 0.6
+    # wide_union: 0.6 * 0.7 = 0.42;  mixes_read_write: 0.6 * 0.6 = 0.36
+    # both: 0.6 * 0.7 * 0.6 = 0.252;  saved 1600: 0.4 + clamp(2) * 0.4 = 0.8;  no saved: 0.4
+    got = severities(
+        [
+            finding("merge_candidate", ["a", "b"], tokens_saved_est=400),
+            finding("merge_candidate", ["a", "b"], tokens_saved_est=400, wide_union=True),
+            finding("merge_candidate", ["a", "b"], tokens_saved_est=400, mixes_read_write=True),
+            finding(
+                "merge_candidate",
+                ["a", "b"],
+                tokens_saved_est=400,
+                wide_union=True,
+                mixes_read_write=True,
+            ),
+            finding("merge_candidate", ["a", "b"], tokens_saved_est=1600, wide_union=False),
+            finding("merge_candidate", ["a", "b"]),
+        ]
+    )
+    assert got == pytest.approx([0.6, 0.42, 0.36, 0.252, 0.8, 0.4])
+
+
+def test_fixed_and_rate_severities() -> None:
+    got = severities(
+        [
+            finding("duplicate", ["a", "b"]),  # 0.6
+            finding("selection_error", mode="labeled", pass_rate=0.25),  # 1 - 0.25 = 0.75
+            finding("selection_error", mode="labeled", pass_rate=1.2),  # clamp(-0.2) = 0
+            finding("distraction", ["a"], fire_rate=0.3),  # 0.3
+            finding("distraction", ["a"], fire_rate=1.4),  # clamp(1.4) = 1
+            injector("instructions", 250, "server.instructions"),
+            # 250 / 1000 = 0.25 above; 3000 / 1000 = 3 -> clamp 1 below
+            injector("prompts", 3000, "server.prompts"),
+            finding("resource_candidate"),  # 0.3
+            finding("jit_candidate", ["a"], recommend_jit=True),  # 0.5
+            finding("jit_candidate", ["a"], recommend_jit=False),  # 0.1
+        ]
+    )
+    assert got == pytest.approx([0.6, 0.75, 0.0, 0.3, 1.0, 0.25, 1.0, 0.3, 0.5, 0.1])
+
+
+def test_unknown_kind_is_kept_with_severity_zero() -> None:
+    findings = [finding("result_size", bytes=5000), finding("brand_new_kind", anything=[1, 2])]
+    assert severities(findings) == [0.0, 0.0]
+    batch = parse(report(findings))
+    assert batch.findings["kind"].to_list() == ["result_size", "brand_new_kind"]
+    assert json.loads(batch.findings["measurement"][1]) == {"anything": [1, 2]}
+
+
+def test_severity_constants_come_from_the_rubric() -> None:
+    rubric = parse_rubric({"surface": {"duplicate_severity": 0.25, "smell_severity": {"x": 0.8}}})
+    got = severities([finding("duplicate", ["a", "b"]), finding("schema_smell", smell="x")], rubric)
+    assert got == pytest.approx([0.25, 0.8])
+
+
+def test_finding_severity_is_one_expression() -> None:
+    frame = pl.DataFrame(
+        {"kind": ["duplicate", "zzz"], "scope": [None, None]},
+        schema={"kind": pl.String, "scope": pl.String},
+    )
+    frame = frame.with_columns(
+        [
+            pl.lit(None, dtype).alias(name)
+            for name, dtype in polars_schema(SurfaceFinding).items()
+            if name not in frame.columns
+        ]
+    )
+    assert frame.select(finding_severity(DEFAULT))["severity"].to_list() == [0.6, 0.0]
+
+
+# ----------------------------------------------------------------------- dimensions
+
+
+def test_context_efficiency_and_instruction_injector_shave() -> None:
+    # 0.6 * lerp(375, 150, 600) + 0.4 * lerp(3000, 1500, 12000)
+    # = 0.6 * 50 + 0.4 * 100 * (1 - 1500/10500) = 30 + 34.285714 = 64.285714
+    base = 30 + 0.4 * 100 * (1 - 1500 / 10500)
+    plain = grade([surface(3000, 4, 375)])
+    assert plain["context_efficiency"] == pytest.approx(base)
+    assert plain["injector_tokens"] == 0.0
+    # instructions, 1000 tokens: - clamp(1000/2000) * 10 = -5 -> 59.285714
+    shaved = grade(
+        [
+            surface(3000, 4, 375),
+            injector("instructions", 1000, "server.instructions"),
+        ]
+    )
+    assert shaved["context_efficiency"] == pytest.approx(base - 5)
+    assert shaved["injector_tokens"] == 1000.0
+    # prompt and resource listings are fetched on demand: no shave
+    lazy = grade(
+        [
+            surface(3000, 4, 375),
+            injector("prompts", 1000, "server.prompts"),
+            injector("resources", 5000, "server.resources"),
+        ]
+    )
+    assert lazy["context_efficiency"] == pytest.approx(base)
+
+
+def test_context_efficiency_never_below_zero() -> None:
+    # 0.6 * lerp(900) + 0.4 * lerp(20000) = 0; minus clamp(4000/2000) * 10 = -10 -> max(0, -10) = 0
+    row = grade(
+        [
+            surface(20000, 4, 900),
+            injector("instructions", 4000, "server.instructions"),
+        ]
+    )
+    assert row["context_efficiency"] == 0.0
+
+
+def test_surface_redundancy() -> None:
+    # merge 0.6 (saved 400) + duplicate 0.6 = 1.2 -> 100 - clamp(1.2/4) * 100 = 70
+    findings = [
+        surface(1500, 2, 150),
+        finding("merge_candidate", ["a", "b"], tokens_saved_est=400),
+        finding("duplicate", ["a", "c"]),
+    ]
+    assert grade(findings)["surface_redundancy"] == pytest.approx(70.0)
+    # nothing to merge: 100
+    assert grade([surface(1500, 2, 150)])["surface_redundancy"] == 100.0
+    # five duplicates: 3.0 / 4 = 0.75 -> 25; ten: clamp(6/4) = 1 -> 0
+    many = [surface(1500, 2, 150)] + [finding("duplicate", ["a", "b"])] * 10
+    assert grade(many)["surface_redundancy"] == 0.0
+
+
+def test_a_probe_that_did_not_run_leaves_its_dimension_null_and_renormalises() -> None:
+    # consolidate did not run: surface_redundancy is null (not 100, not 0).
+    # n = 2; CE = 100 (150/tool, 1500 tokens); SH = 100 - 0.6/2 * 100 = 70; DQ = 100.
+    # overall = (30*100 + 15*70 + 15*100) / (30 + 15 + 15) = 5550 / 60 = 92.5
+    row = grade(
+        [surface(1500, 2, 150), finding("schema_smell", smell="deep_nesting")],
+        ran=("static_hygiene",),
+    )
+    assert row["surface_redundancy"] is None
+    assert row["selection_robustness"] is None
+    assert row["schema_hygiene"] == pytest.approx(70.0)
+    assert row["measured_weight"] == 60.0
+    assert row["overall"] == pytest.approx(92.5)
+    assert row["letter"] == "A-"
+
+
+def test_schema_hygiene_and_description_quality() -> None:
+    # n = 4. structural: deep_nesting 0.6 + wide_schema 0.5 = 1.1 -> 100 - 1.1/4 * 100 = 72.5
+    # description: missing 0.9 + vague 0.45 = 1.35, plus the confusability_proxy
+    # selection_error (1 - 0.5 = 0.5) = 1.85 -> 100 - 1.85/4 * 100 = 53.75;
+    # the labeled selection_error (0.8) does not count toward description quality.
+    row = grade(
+        [
+            surface(1500, 4, 150),
+            finding("schema_smell", smell="deep_nesting"),
+            finding("schema_smell", smell="wide_schema"),
+            finding("schema_smell", smell="missing_description"),
+            finding("schema_smell", smell="vague_description"),
+            finding("selection_error", mode="confusability_proxy", pass_rate=0.5),
+            finding("selection_error", mode="labeled", pass_rate=0.2),
+        ],
+        ran=WITH_NOISE,
+    )
+    assert row["schema_hygiene"] == pytest.approx(72.5)
+    assert row["description_quality"] == pytest.approx(53.75)
+
+
+def test_tool_count_from_tool_scope_targets_without_a_surface_finding() -> None:
+    # no surface finding: CE is null; n = distinct string targets of scope-tool token_cost
+    # = {a, b} = 2 (a list target does not count) -> SH = 100 - 0.6/2 * 100 = 70
+    row = grade(
+        [
+            finding("token_cost", "a", scope="tool", tokens=10, share=0.5),
+            finding("token_cost", "b", scope="tool", tokens=10, share=0.5),
+            finding("token_cost", "a", scope="tool", tokens=10, share=0.5),
+            finding("token_cost", ["c"], scope="tool", tokens=10, share=0.5),
+            finding("schema_smell", smell="deep_nesting"),
+        ]
+    )
+    assert row["context_efficiency"] is None
+    assert row["n_tools"] == 2
+    assert row["schema_hygiene"] == pytest.approx(70.0)
+
+
+def test_labeled_selection_robustness_with_distraction() -> None:
+    # labeled pass rates 0.8 and 0.6: mean 0.7 -> 70; distraction fire rates 0.3 + 0.2 = 0.5
+    # -> clamp(0.5/2) * 40 = 10 -> 60
+    row = grade(
+        [
+            surface(1500, 4, 150),
+            finding("selection_error", mode="labeled", pass_rate=0.8),
+            finding("selection_error", mode="labeled", pass_rate=0.6),
+            finding("selection_error", mode="confusability_proxy", pass_rate=0.0),
+            finding("distraction", ["a"], fire_rate=0.3),
+            finding("distraction", ["b"], fire_rate=0.2),
+        ],
+        ran=WITH_NOISE,
+    )
+    assert row["selection_robustness"] == pytest.approx(60.0)
+
+
+def test_proxy_only_selection_robustness() -> None:
+    # no labeled findings: 100 - clamp(2 proxies / max(4, 1)) * 60 = 100 - 30 = 70; no distraction
+    row = grade(
+        [
+            surface(1500, 4, 150),
+            finding("selection_error", "a", mode="confusability_proxy", pass_rate=0.5),
+            finding("selection_error", "b", mode="confusability_proxy", pass_rate=0.5),
+        ],
+        ran=WITH_NOISE,
+    )
+    assert row["selection_robustness"] == pytest.approx(70.0)
+    # noise ran and found nothing at all: 100 - 0 = 100
+    assert grade([surface(1500, 4, 150)], ran=WITH_NOISE)["selection_robustness"] == 100.0
+
+
+def test_overall_weighted_over_measured_dimensions() -> None:
+    # n = 2. CE = 100; redundancy: one duplicate 0.6/4 -> 85; SH: deep_nesting 0.6/2 -> 70;
+    # DQ: missing_description 0.9/2 -> 55; SR labeled 0.9 -> 90.
+    # overall = (30*100 + 25*90 + 15*85 + 15*70 + 15*55) / 100 = 8400 / 100 = 84.0 -> B
+    findings = [
+        surface(1500, 2, 150),
+        finding("duplicate", ["a", "b"]),
+        finding("schema_smell", smell="deep_nesting"),
+        finding("schema_smell", smell="missing_description"),
+        finding("selection_error", mode="labeled", pass_rate=0.9),
+    ]
+    row = grade(findings, ran=WITH_NOISE)
+    assert [row[d] for d in DIMENSIONS] == pytest.approx([100.0, 90.0, 85.0, 70.0, 55.0])
+    assert row["overall"] == pytest.approx(84.0)
+    assert row["letter"] == "B"
+    # without noise: (3000 + 1275 + 1050 + 825) / 75 = 6150 / 75 = 82.0 -> B-
+    offline = grade(findings[:-1])
+    assert offline["overall"] == pytest.approx(82.0)
+    assert offline["letter"] == "B-"
+
+
+def test_no_dimension_measured_gives_null_overall_and_letter() -> None:
+    # nothing ran, no findings: every dimension null, overall and letter null
+    row = grade([], ran=())
+    assert all(row[d] is None for d in DIMENSIONS)
+    assert row["overall"] is None
+    assert row["letter"] is None
+    assert row["measured_weight"] == 0.0
+
+
+def test_custom_weights_renormalise_and_disable_the_agreement_check() -> None:
+    # weights CE 1, SH 3, others 0: SH = 70, CE = 100 -> (100 + 3*70) / 4 = 77.5 -> C+
+    rubric = parse_rubric(
+        {
+            "surface": {
+                "weights": {
+                    "context_efficiency": 1,
+                    "schema_hygiene": 3,
+                    "selection_robustness": 0,
+                    "surface_redundancy": 0,
+                    "description_quality": 0,
+                }
+            }
+        }
+    )
+    row = grade(
+        [surface(1500, 2, 150), finding("schema_smell", smell="deep_nesting")],
+        rubric=rubric,
+        grade={"overall": 92.5, "letter": "A-"},
+    )
+    assert row["overall"] == pytest.approx(77.5)
+    assert row["letter"] == "C+"
+    assert row["agrees_with_report"] is None
+    assert row["letter_agrees"] is None
+
+
+def test_agreement_with_the_report() -> None:
+    findings = [surface(1500, 2, 150), finding("schema_smell", smell="deep_nesting")]
+    # ours (offline, n=2): (30*100 + 15*100 + 15*70 + 15*100) / 75 = 7050/75 = 94.0 -> A
+    same = grade(findings, grade={"overall": 94.0, "letter": "A"})
+    assert same["overall"] == pytest.approx(94.0)
+    assert same["agrees_with_report"] is True
+    assert same["letter_agrees"] is True
+    # 94.0 - 94.1 = -0.1: within the tolerance
+    assert grade(findings, grade={"overall": 94.1, "letter": "A"})["agrees_with_report"] is True
+    # 94.0 - 94.3 = -0.3: flagged
+    off = grade(findings, grade={"overall": 94.3, "letter": "A"})
+    assert off["agrees_with_report"] is False
+    assert off["overall_delta"] == pytest.approx(-0.3)
+    # no reported grade: nothing to compare
+    assert grade(findings)["agrees_with_report"] is None
+
+
+@pytest.mark.parametrize(
+    ("overall", "rounded", "letter"),
+    [
+        (89.95, 90.0, "A-"),  # half up: 899.5 -> 900 -> 90.0
+        (89.94999, 89.9, "B+"),
+        (96.95, 97.0, "A+"),
+        (92.96, 93.0, "A"),
+        (60.0, 60.0, "D-"),
+        (59.95, 60.0, "D-"),
+        (59.94, 59.9, "F"),
+        (0.0, 0.0, "F"),
+        (100.0, 100.0, "A+"),
+        (None, None, None),
+    ],
+)
+def test_letter_from_overall_rounded_half_up(
+    overall: float | None, rounded: float | None, letter: str | None
+) -> None:
+    bands = DEFAULT.surface["letter_bands"]
+    frame = pl.DataFrame({"overall": [overall]}, schema={"overall": pl.Float64})
+    got = frame.select(
+        r=round_half_up(pl.col("overall")), letter=letter_grade(pl.col("overall"), bands)
+    ).row(0)
+    assert got[0] == (pytest.approx(rounded) if rounded is not None else None)
+    assert got[1] == letter
+
+
+def test_by_phase_rows_and_worst_phase() -> None:
+    # phases: small (2 tools, 300 tokens, 150/tool) and big (4 tools, 3000 tokens, 375/tool);
+    # the surface finding describes the worst phase (big). Instructions of 1000 tokens shave
+    # 5 points from every phase row: small = 100 - 5 = 95; big = 64.285714 - 5 = 59.285714.
+    rows = phases(
+        [
+            surface(3000, 4, 375, phased=True, worst_phase="big"),
+            finding(
+                "token_cost",
+                ["a", "b"],
+                scope="phase",
+                phase="small",
+                tokens=300,
+                tool_count=2,
+                tokens_per_tool_avg=150,
+            ),
+            finding(
+                "token_cost",
+                ["c", "d", "e", "f"],
+                scope="phase",
+                phase="big",
+                tokens=3000,
+                tool_count=4,
+                tokens_per_tool_avg=375,
+            ),
+            injector("instructions", 1000, "server.instructions"),
+        ]
+    )
+    big = 30 + 0.4 * 100 * (1 - 1500 / 10500) - 5
+    assert rows["phase"].to_list() == ["small", "big"]
+    assert rows["context_efficiency"].to_list() == pytest.approx([95.0, big])
+    assert rows["is_worst_phase"].to_list() == [False, True]
+    row = grade(
+        [
+            surface(3000, 4, 375, phased=True, worst_phase="big"),
+            injector("instructions", 1000, "server.instructions"),
+        ]
+    )
+    assert row["worst_phase"] == "big"
+    assert row["context_efficiency"] == pytest.approx(big)
+
+
+def test_unphased_server_has_one_phase_row_named_all() -> None:
+    rows = phases([surface(3000, 4, 375)])
+    assert rows.select("phase", "tool_count", "tokens", "tokens_per_tool_avg").rows() == [
+        ("all", 4, 3000.0, 375.0)
+    ]
+    assert rows["context_efficiency"][0] == pytest.approx(30 + 0.4 * 100 * (1 - 1500 / 10500))
+    # no surface finding: no phase row at all
+    assert phases([finding("schema_smell", smell="deep_nesting")]).is_empty()
+
+
+# -------------------------------------------------------------------------- parsing
+
+
+def test_parse_keeps_fields_and_provenance() -> None:
+    raw = report(
+        [
+            surface(1500, 2, 150),
+            finding("merge_candidate", ["a", "b"], tokens_saved_est=10, mixes_read_write=True),
+            finding("schema_smell", "a", smell="deep_nesting", words=3),
+        ],
+        grade={"overall": 90.0, "letter": "A-", "subscores": {"x": {"score": 1}}},
+        headline={"phased": False, "worst_phase": None, "phase_tokens": None},
+        unknown_top={"kept": True},
+    )
+    batch = parse(raw)
+    run = batch.runs.row(0, named=True)
+    assert run["run_id"] == "srv@1.0.0@2026-12-02T13:42:50+00:00"
+    assert (run["server"], run["server_version"], run["fingerprint"]) == ("srv", "1.0.0", "f00")
+    assert run["tool_count"] == 2
+    assert run["generated_at"].isoformat() == "2026-12-02T13:42:50+00:00"
+    assert run["coverage_ran"] == list(OFFLINE)
+    assert (run["reported_overall"], run["reported_letter"]) == (90.0, "A-")
+    assert json.loads(run["reported_subscores"]) == {"x": {"score": 1}}
+    assert run["phased"] is False
+    assert run["finding_count"] == 3
+    assert json.loads(run["record"])["unknown_top"] == {"kept": True}
+    assert (run["source"], run["line"], run["batch_id"]) == ("reports.jsonl", 1, "b1")
+    findings = batch.findings.sort("finding_index")
+    assert findings["target"].to_list() == [["tool_a"], ["a", "b"], ["a"]]
+    assert findings["target_is_list"].to_list() == [True, True, False]
+    assert findings["mixes_read_write"].to_list() == [None, True, None]
+    assert findings["reported_severity"].to_list() == [0.123] * 3
+    assert json.loads(findings["measurement"][2]) == {"smell": "deep_nesting", "words": 3}
+
+
+def test_report_run_id_wins_when_present() -> None:
+    batch = parse(report([], run_id="my-run-7"))
+    assert batch.runs["run_id"].to_list() == ["my-run-7"]
+
+
+def test_generated_at_under_server_is_accepted() -> None:
+    raw = report([])
+    del raw["generated_at"]
+    raw["server"]["generated_at"] = "2026-01-01T00:00:00Z"
+    batch = parse(raw)
+    assert batch.runs["run_id"].to_list() == ["srv@1.0.0@2026-01-01T00:00:00Z"]
+
+
+def reasons(*raws: str | dict[str, Any]) -> list[str]:
+    batch = parse(*raws)
+    assert batch.runs.is_empty()
+    assert batch.quarantine["record_kind"].to_list() == ["surface"] * len(raws)
+    return batch.quarantine["reason"].to_list()
+
+
+def test_quarantine_malformed_server() -> None:
+    no_name = report([])
+    del no_name["server"]["name"]
+    numeric_version = report([])
+    numeric_version["server"]["version"] = 2
+    not_object = report([])
+    not_object["server"] = "srv"
+    got = reasons(no_name, numeric_version, not_object)
+    assert got[0] == "server.name is missing: expected a non-empty string"
+    assert got[1] == "server.version = 2: expected a non-empty string"
+    assert got[2] == 'server = "srv": expected an object'
+
+
+def test_quarantine_findings_not_a_list_and_finding_without_kind() -> None:
+    not_list = report([])
+    not_list["findings"] = {"kind": "token_cost"}
+    no_kind = report([surface(1500, 2, 150), {"probe": "x", "target": "a"}])
+    not_object = report(["token_cost"])
+    got = reasons(not_list, no_kind, not_object)
+    assert got[0].startswith("findings = {")
+    assert got[0].endswith(": expected a list")
+    assert got[1] == "findings[1].kind is missing: expected a non-empty string"
+    assert got[2] == 'findings[0] = "token_cost": expected an object'
+
+
+def test_quarantine_wrong_measurement_types() -> None:
+    got = reasons(
+        report([finding("token_cost", scope="tool", share="0.5")]),
+        report([finding("merge_candidate", ["a", 3])]),
+        report([finding("merge_candidate", ["a", "b"], wide_union="yes")]),
+        report([surface(1500, -1, 150)]),
+        report([finding("token_cost", scope="surface", tokens=10, tool_count=1)]),
+        report(
+            [finding("token_cost", scope="phase", tokens=10, tool_count=1, tokens_per_tool_avg=10)]
+        ),
+    )
+    assert got == [
+        'findings[0].measurement.share = "0.5": expected a finite number',
+        'findings[0].target = ["a",3]: expected a tool name or a list of tool names',
+        'findings[0].measurement.wide_union = "yes": expected true or false',
+        "findings[0].measurement.tool_count = -1: expected a whole number >= 0",
+        "findings[0].measurement.tokens_per_tool_avg is missing: expected a finite number >= 0",
+        "findings[0].measurement.phase is missing: expected a non-empty string",
+    ]
+
+
+def test_quarantine_non_finite_numbers() -> None:
+    text = json.dumps(report([injector("instructions", 1.0, "s")])).replace(
+        '"tokens_est": 1.0', '"tokens_est": NaN'
+    )
+    overflow = json.dumps(report([], grade={"overall": 1.0})).replace(
+        '"overall": 1.0', '"overall": 1e999'
+    )
+    got = reasons(text, overflow)
+    assert got == [
+        "findings[0].measurement.tokens_est = NaN: expected a finite number >= 0",
+        "grade.overall = 1e999: expected a finite number",
+    ]
+
+
+def test_quarantine_timestamps_and_run_id() -> None:
+    naive = report([])
+    naive["generated_at"] = "2026-12-02T13:42:50"
+    missing = report([])
+    del missing["generated_at"]
+    garbage = report([])
+    garbage["generated_at"] = "yesterday"
+    got = reasons(naive, missing, garbage, report([], run_id=""), report([], run_id="x" * 300))
+    assert got[0] == (
+        'generated_at = "2026-12-02T13:42:50": expected an RFC 3339 timestamp with offset'
+    )
+    assert got[1].startswith("generated_at is missing")
+    assert got[2] == 'generated_at = "yesterday": expected an RFC 3339 timestamp with offset'
+    assert got[3] == 'run_id = "": expected a non-empty string'
+    assert got[4] == "run_id has 300 characters: expected at most 256"
+    # with its own run_id a report needs no generated_at
+    assert parse(dict(missing, run_id="r1")).runs["run_id"].to_list() == ["r1"]
+
+
+def test_one_bad_report_does_not_spoil_the_batch_and_keys_are_kept_apart() -> None:
+    good = report([surface(1500, 2, 150)], name="good")
+    bad = report([surface(1500, 2, 150), finding("distraction", fire_rate=[1])], name="bad")
+    batch = parse(good, bad)
+    assert batch.runs["server"].to_list() == ["good"]
+    assert batch.findings["run_id"].unique().to_list() == [batch.runs["run_id"][0]]
+    q = batch.quarantine.row(0, named=True)
+    assert (q["source"], q["line"]) == ("reports.jsonl", 2)
+    assert q["reason"] == "findings[1].measurement.fire_rate = [1]: expected a finite number"
+    assert json.loads(q["raw"])["server"]["name"] == "bad"
+
+
+def test_many_problems_are_listed_then_counted() -> None:
+    raw = report([{"probe": 1} for _ in range(12)])
+    (reason,) = reasons(raw)
+    # each finding: probe wrong type + kind missing = 24 problems; 8 shown, 16 counted
+    assert reason.count("findings[") == 8
+    assert reason.endswith("; and 16 more problem(s)")
+
+
+def test_same_run_id_twice_in_a_batch() -> None:
+    first = report([surface(1500, 2, 150)])
+    changed = report([surface(1600, 2, 150)])
+    batch = parse(first, json.dumps(first), changed)
+    assert batch.runs["line"].to_list() == [1]
+    # line 2 is the same text as line 1 (same content_hash): skipped, counted
+    assert batch.skipped.select("line", "first_line").rows() == [(2, 1)]
+    assert batch.quarantine["line"].to_list() == [3]
+    assert "already appears in this batch at reports.jsonl line 1" in batch.quarantine["reason"][0]
+    assert batch.findings.height == 1
+
+
+def test_empty_batch() -> None:
+    batch = parse_reports(records())
+    assert batch.runs.schema == polars_schema(SurfaceRun)
+    assert batch.findings.schema == polars_schema(SurfaceFinding)
+    assert batch.quarantine.is_empty()
+
+
+# ----------------------------------------------------------------------- properties
+
+_NUMBER = st.floats(min_value=0, max_value=5000, allow_nan=False)
+_RATE = st.floats(min_value=0, max_value=1, allow_nan=False)
+_FINDINGS = st.one_of(
+    st.builds(
+        lambda t, n, p: surface(t, n, p),
+        _NUMBER,
+        st.integers(min_value=0, max_value=50),
+        _NUMBER,
+    ),
+    st.builds(lambda s: finding("token_cost", scope="tool", tokens=1, share=s), _RATE),
+    st.builds(
+        lambda s: finding("schema_smell", smell=s),
+        st.sampled_from(["missing_description", "deep_nesting", "enum_bloat", "odd"]),
+    ),
+    st.builds(
+        lambda s, w, m: finding(
+            "merge_candidate", ["a", "b"], tokens_saved_est=s, wide_union=w, mixes_read_write=m
+        ),
+        _NUMBER,
+        st.booleans(),
+        st.booleans(),
+    ),
+    st.just(finding("duplicate", ["a", "b"])),
+    st.builds(
+        lambda m, p: finding("selection_error", mode=m, pass_rate=p),
+        st.sampled_from(["labeled", "confusability_proxy"]),
+        _RATE,
+    ),
+    st.builds(lambda f: finding("distraction", ["a"], fire_rate=f), _RATE),
+    st.builds(
+        lambda k, t: injector(k, t, "s"),
+        st.sampled_from(["instructions", "prompts"]),
+        _NUMBER,
+    ),
+)
+_REPORTS = st.lists(
+    st.tuples(
+        st.lists(_FINDINGS, max_size=8),
+        st.sets(st.sampled_from(["static_hygiene", "consolidate", "noise"])),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_REPORTS)
+def test_dimensions_in_range_and_overall_between_them(
+    reports: list[tuple[list[dict[str, Any]], set[str]]],
+) -> None:
+    raws = [
+        report(found, tuple(sorted(ran)), name=f"s{i}") for i, (found, ran) in enumerate(reports)
+    ]
+    batch = parse(*raws)
+    assert batch.quarantine.is_empty()
+    scores = checked(
+        SurfaceScore,
+        score_surfaces(batch.runs.lazy(), batch.findings.lazy(), DEFAULT).runs.collect(),
+    )
+    for row in scores.iter_rows(named=True):
+        measured = [row[d] for d in DIMENSIONS if row[d] is not None]
+        assert all(0.0 <= v <= 100.0 for v in measured)
+        if measured:
+            assert min(measured) - 1e-9 <= row["overall"] <= max(measured) + 1e-9
+            assert row["letter"] is not None
+        else:
+            assert row["overall"] is None
+    severity = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), DEFAULT).findings
+    values = severity.collect()["severity"]
+    assert values.is_between(0.0, 1.0).all()
+    assert not any(math.isnan(v) for v in values)
+
+
+def test_rubric_constants_cannot_push_past_the_ranges() -> None:
+    rubric = parse_rubric({"surface": {"per_tool_share": 0.9, "duplicate_severity": 1.5}})
+    # CE: 0.9 * 100 + 0.4 * 100 = 130 -> capped at 100; duplicate 1.5 -> clamp 1
+    row = grade([surface(1500, 2, 150)], rubric=rubric)
+    assert row["context_efficiency"] == 100.0
+    assert severities([finding("duplicate", ["a", "b"])], rubric) == [1.0]
+    # a labeled pass rate above 1: mean 1.2 * 100 = 120 -> capped at 100
+    over = grade(
+        [surface(1500, 2, 150), finding("selection_error", mode="labeled", pass_rate=1.2)],
+        ran=WITH_NOISE,
+    )
+    assert over["selection_robustness"] == 100.0
