@@ -88,13 +88,60 @@ def ingest(
 def score(
     lake: LakeOption = DEFAULT_LAKE,
     rubric: RubricOption = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Score in memory and show the diff; replace nothing."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print JSON.")] = False,
 ) -> None:
     """Rescore everything landed under the rubric and refresh the warehouse."""
     chosen = _rubric_or_exit(rubric)
     from pipeline import jobs
 
+    if dry_run:
+        from pipeline import lineage
+
+        diff = jobs.dry_run(lake, chosen)
+        lineage.print_diff(console, diff, as_json=as_json)
+        return
     result = jobs.score(lake, chosen)
     jobs.print_score_result(console, result)
+
+
+@app.command()
+def nightly(
+    inbox: Annotated[Path, typer.Option("--inbox", help="Folder where new graded runs arrive.")],
+    lake: LakeOption = DEFAULT_LAKE,
+    rubric: RubricOption = None,
+) -> None:
+    """Land new inbox files, score them, rescore all history when the rubric changed."""
+    chosen = _rubric_or_exit(rubric)
+    _inputs_or_exit([inbox])
+    from pipeline import nightly as job
+
+    job.print_summary(console, job.nightly(inbox, lake, chosen))
+
+
+@app.command("rescore-diff")
+def rescore_diff(
+    rubric_from: Annotated[str, typer.Option("--from", help="rubric_id before.")],
+    rubric_to: Annotated[str, typer.Option("--to", help="rubric_id after.")],
+    lake: LakeOption = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
+    from pipeline import jobs, lineage
+
+    known = jobs.known_rubrics(lake)
+    unknown = [r for r in (rubric_from, rubric_to) if r not in known]
+    if unknown:
+        errors.print(
+            f"[bold red]usage:[/] no scores under rubric {', '.join(unknown)}; "
+            f"the lake holds: {', '.join(sorted(known)) or 'none'}",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_USAGE)
+    lineage.print_diff(console, lineage.rescore_diff(lake, rubric_from, rubric_to), as_json=as_json)
 
 
 @app.command()

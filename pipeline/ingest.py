@@ -31,6 +31,8 @@ class Batch:
     lines_read: int
     blank_lines: int
     files: list[str] = field(default_factory=list)
+    # Exact copies of a report already earlier in the batch, found while parsing.
+    parse_skipped: int = 0
 
 
 def classify(lines: pl.DataFrame) -> pl.DataFrame:
@@ -174,6 +176,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         lines_read=frame.height,
         blank_lines=int(kinds["blank"].sum()),
         files=lines.files,
+        parse_skipped=parsed.skipped.height,
     )
 
 
@@ -320,6 +323,6 @@ def dedupe(
     )
     return Deduped(
         batch=deduped,
-        skipped_duplicates=task_skipped.height + surface_skipped.height,
+        skipped_duplicates=task_skipped.height + surface_skipped.height + batch.parse_skipped,
         already_quarantined=every_reject.height - fresh.height,
     )

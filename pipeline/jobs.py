@@ -26,6 +26,8 @@ from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline import surface
 from pipeline.ingest import build_batch, dedupe, landed_frames
+from pipeline.lineage import RescoreDiff, rescore_diff
+from pipeline.progress import progress
 from pipeline.reader import DEFAULT_CHUNK_BYTES, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
@@ -140,7 +142,8 @@ def ingest_locked(
     )
     parts: list[str] = []
     with lk.Transaction(lake) as tx:
-        for index, lines in enumerate(iter_line_chunks(files, chunk_bytes=chunk_bytes)):
+        chunks = iter_line_chunks(files, chunk_bytes=chunk_bytes)
+        for index, lines in enumerate(progress(chunks, "ingesting")):
             part = f"{batch_id}-p{index:05d}"
             batch = build_batch(lines, env_types, batch_id)
             result = dedupe(batch, landed_tasks, landed_surfaces, landed_quarantine)
@@ -235,7 +238,7 @@ def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
     )
     counts = {"task_scores": 0, "surface_scores": 0}
     with lk.Transaction(lake) as tx:
-        for part in parts:
+        for part in progress(parts, f"scoring under {rubric.rubric_id}", total=len(parts)):
             for name, frame in score_part(lake, part, rubric).items():
                 tx.write(lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet", frame)
                 if name in counts:
@@ -254,7 +257,6 @@ def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
             lk.state_path(lake, RUBRICS),
             {**known_rubrics(lake), rubric.rubric_id: dict(rubric.resolved)},
         )
-    build_warehouse(lake, rubric.rubric_id)
     return ScoreResult(
         rubric_id=rubric.rubric_id,
         task_runs=counts["task_scores"],
@@ -269,7 +271,26 @@ def score(lake: Path, rubric: Rubric) -> ScoreResult:
     """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
     with lk.lake_lock(lake):
         lk.recover(lake)
-        return score_locked(lake, rubric, full=True)
+        result = score_locked(lake, rubric, full=True)
+        build_warehouse(lake, rubric.rubric_id)
+        return result
+
+
+def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
+    """Score every part under ``rubric`` in memory and diff it against the current scores."""
+    with lk.lake_lock(lake):
+        lk.recover(lake)
+        before = current_rubric(lake)
+        if before is None:
+            raise lk.InputError(f"the lake {lake} has no scores yet to compare a rubric against")
+        parts = sorted(set(landed_parts(lake, "task_runs")))
+        frames = [score_part(lake, part, rubric)["task_scores"] for part in parts]
+        after = (
+            pl.concat(frames)
+            if frames
+            else pl.DataFrame(schema=polars_schema(SCORED["task_scores"]))
+        )
+        return rescore_diff(lake, before.rubric_id, rubric.rubric_id, after=after.lazy())
 
 
 def run(inputs: Sequence[Path], lake: Path, rubric: Rubric) -> RunSummary:
@@ -278,6 +299,7 @@ def run(inputs: Sequence[Path], lake: Path, rubric: Rubric) -> RunSummary:
         lk.recover(lake)
         report = ingest_locked(inputs, lake, rubric)
         result = score_locked(lake, rubric, full=False)
+        build_warehouse(lake, rubric.rubric_id)
     return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
 
 

@@ -100,6 +100,24 @@ def build_warehouse(lake: Path, rubric_id: str) -> Path:
     return final
 
 
+def built_rubric_id(lake: Path) -> str | None:
+    """The rubric the warehouse file was built for, or None when there is no usable file."""
+    path = warehouse_path(lake)
+    if not path.exists():
+        return None
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return None
+    try:
+        row = con.execute(sql_text("queries/meta_get.sql"), ["rubric_id"]).fetchone()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return None if row is None else str(row[0])
+
+
 def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
     """The analysts' door: the views, and nothing that writes."""
     path = warehouse_path(lake)

@@ -1,0 +1,1 @@
+select value from _meta where key = ?
