@@ -1,0 +1,537 @@
+"""pipeline.compare on in-memory frames: pairing, verdicts, the component split, reasons."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline import stats
+from pipeline.compare import (
+    CompareInputError,
+    CompareSettings,
+    compare_versions,
+    failure_reasons,
+    paired_problems,
+    version_history,
+)
+
+try:
+    from tests.test_compare_sim import empty_metadata, simulate
+except ImportError:  # pytest's rootdir-less import mode puts tests/ itself on sys.path
+    from test_compare_sim import empty_metadata, simulate  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[1]
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def run_rows(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Runs from short dicts; unspecified columns take harmless defaults."""
+    full = []
+    for i, row in enumerate(rows):
+        score = row.get("score")
+        full.append(
+            {
+                "run_id": row.get("run_id", f"r{i}"),
+                "agent": row.get("agent", "a"),
+                "agent_version": row["v"],
+                "problem_id": row["p"],
+                "env_type": row.get("env", "exploit"),
+                "graded_at": row.get("at", T0),
+                "status": row.get("status", "scored"),
+                "score": score,
+                "weighted": row.get("weighted", score),
+                "penalty_total": row.get("penalty", 0.0 if score is not None else None),
+                "gate_passed": row.get("gate", True if score is not None else None),
+                "passed": row.get("passed", None if score is None else score >= 0.5),
+                "cost_usd": row.get("cost", 0.1),
+                "tokens": row.get("tokens", 1000.0),
+                "wall_seconds": row.get("wall", 10.0),
+            }
+        )
+    return pl.DataFrame(
+        full,
+        schema={
+            "run_id": pl.String,
+            "agent": pl.String,
+            "agent_version": pl.String,
+            "problem_id": pl.String,
+            "env_type": pl.String,
+            "graded_at": pl.Datetime("us", "UTC"),
+            "status": pl.String,
+            "score": pl.Float64,
+            "weighted": pl.Float64,
+            "penalty_total": pl.Float64,
+            "gate_passed": pl.Boolean,
+            "passed": pl.Boolean,
+            "cost_usd": pl.Float64,
+            "tokens": pl.Float64,
+            "wall_seconds": pl.Float64,
+        },
+    )
+
+
+def comps_from(runs: pl.DataFrame, component: str = "defect_matching") -> pl.DataFrame:
+    return runs.filter(pl.col("status") == "scored").select(
+        "run_id",
+        component=pl.lit(component),
+        contribution=pl.col("weighted"),
+        is_gate=pl.lit(True),
+    )
+
+
+def test_hand_computed_four_problem_comparison_with_trials_averaged() -> None:
+    # Baseline trials (mean): p1 0.4,0.6 (0.5); p2 0.5; p3 0.7,0.9 (0.8); p4 0.2
+    # Candidate trials (mean): p1 0.6 (0.6); p2 0.7 (0.7); p3 0.8,0.8 (0.8); p4 0.5
+    # d = [0.1, 0.2, 0.0, 0.3] → the 4-problem example of test_stats:
+    # mean 0.15, SE 0.0645497, t_{0.975,3} 3.182446, interval [-0.0554260, 0.3554260]
+    rows = [
+        {"v": "1", "p": "p1", "score": 0.4},
+        {"v": "1", "p": "p1", "score": 0.6},
+        {"v": "1", "p": "p2", "score": 0.5},
+        {"v": "1", "p": "p3", "score": 0.7},
+        {"v": "1", "p": "p3", "score": 0.9},
+        {"v": "1", "p": "p4", "score": 0.2},
+        {"v": "2", "p": "p1", "score": 0.6},
+        {"v": "2", "p": "p2", "score": 0.7},
+        {"v": "2", "p": "p3", "score": 0.8},
+        {"v": "2", "p": "p3", "score": 0.8},
+        {"v": "2", "p": "p4", "score": 0.5},
+    ]
+    runs = run_rows(rows)
+    r = compare_versions(
+        runs, comps_from(runs), empty_metadata(), agent="a", baseline="1", candidate="2"
+    ).report
+    assert r["paired_problems"] == 4
+    assert r["method"] == "paired_t"
+    assert r["delta"] == pytest.approx(0.15)
+    assert r["ci_low"] == pytest.approx(-0.0554260, abs=1e-6)
+    assert r["ci_high"] == pytest.approx(0.3554260, abs=1e-6)
+    assert r["p_value"] == pytest.approx(0.1027281, abs=1e-6)
+    assert r["verdict"] == "no_change"
+    assert r["insufficient_data"] is True  # 4 < 5 pairs
+    assert "too few to conclude" in r["message"]
+    # Pass (mean passed >= 0.5): baseline p1 (0.4 fail, 0.6 pass → 0.5 → passes), p2, p3 pass,
+    # p4 fails; candidate all pass → discordant: p4 only (candidate only) → p = 1.0
+    assert r["pass_rate"]["baseline"] == pytest.approx(0.75)
+    assert r["pass_rate"]["candidate"] == pytest.approx(1.0)
+    assert r["pass_rate"]["candidate_only"] == 1 and r["pass_rate"]["baseline_only"] == 0
+    assert r["pass_rate"]["p_value"] == pytest.approx(1.0)
+
+
+def test_pairing_ignores_unpaired_problems_and_counts_grader_errors() -> None:
+    rows = [
+        {"v": "1", "p": "p1", "score": 0.5},
+        {"v": "2", "p": "p1", "score": 0.6},
+        # a grader error on a paired problem: excluded, counted
+        {"v": "2", "p": "p1", "status": "grader_error", "score": None},
+        {"v": "1", "p": "p2", "score": 0.5},
+        {"v": "2", "p": "p2", "score": 0.7},
+        # only the baseline attempted p3; only the candidate p4 and p5
+        {"v": "1", "p": "p3", "score": 0.0},
+        {"v": "2", "p": "p4", "score": 1.0},
+        {"v": "2", "p": "p5", "score": 1.0},
+        # p6: the candidate's only trial was a grader error → unpaired, no score
+        {"v": "1", "p": "p6", "score": 0.9},
+        {"v": "2", "p": "p6", "status": "grader_error", "score": None},
+        # same problem id, another env type: a different problem
+        {"v": "1", "p": "p1", "env": "patch", "score": 0.1},
+        # another agent's runs never count
+        {"v": "1", "p": "p7", "agent": "other", "score": 0.0},
+        {"v": "2", "p": "p7", "agent": "other", "score": 1.0},
+    ]
+    runs = run_rows(rows)
+    r = compare_versions(
+        runs, comps_from(runs), empty_metadata(), agent="a", baseline="1", candidate="2"
+    ).report
+    # paired: p1/exploit (+0.1), p2 (+0.2) → delta 0.15
+    assert r["paired_problems"] == 2
+    assert r["delta"] == pytest.approx(0.15)
+    assert r["n_unpaired_baseline"] == 3  # p3, p6, p1/patch
+    assert r["n_unpaired_candidate"] == 2  # p4, p5
+    assert r["grader_errors"] == {"baseline": 0, "candidate": 2}
+    assert r["problems_without_score"] == {"baseline": 0, "candidate": 1}  # p6
+    assert r["runs"] == {"baseline": 5, "candidate": 6}
+
+
+def test_known_regression_found_and_true_difference_in_interval() -> None:
+    runs, comps = simulate(seed=5, n_problems=80, versions={"1.0": 0.0, "2.0": -0.08})
+    r = compare_versions(
+        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="2.0"
+    ).report
+    assert r["verdict"] == "regression"
+    assert r["ci_low"] <= -0.08 <= r["ci_high"]
+    assert r["bootstrap"]["ci_low"] <= -0.08 <= r["bootstrap"]["ci_high"]
+    assert r["p_value"] < 0.001
+    assert r["insufficient_data"] is False
+
+
+def test_env_specific_effects_found_per_env_type() -> None:
+    effects = {"exploit": -0.1, "patch": 0.1}
+    runs, comps = simulate(seed=9, n_problems=80, versions={"1.0": 0.0, "1.1": effects})
+    r = compare_versions(
+        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="1.1"
+    ).report
+    per_env = {row["env_type"]: row for row in r["per_env_type"]}
+    assert per_env["exploit"]["verdict"] == "regression"
+    assert per_env["patch"]["verdict"] == "improvement"
+    assert per_env["detect"]["verdict"] == "no_change"
+    assert per_env["audit"]["verdict"] == "no_change"
+    for env, row in per_env.items():
+        true = effects.get(env, 0.0)
+        assert row["ci_low"] <= true <= row["ci_high"], env
+        assert row["paired_problems"] == 20
+
+
+def test_aa_comparison_is_no_change() -> None:
+    runs, comps = simulate(seed=13, versions={"a": 0.0, "b": 0.0})
+    r = compare_versions(
+        runs, comps, empty_metadata(), agent="sim-agent", baseline="a", candidate="b"
+    ).report
+    assert r["verdict"] == "no_change"
+    assert r["ci_low"] < 0 < r["ci_high"]
+
+
+def test_aa_false_regression_rate_through_the_pairing() -> None:
+    # 400 seeded A/A data sets, stacked as 400 "agents" in one frame: one pairing pass,
+    # then every interval at once.
+    reps, problems, trials = 400, 20, 2
+    rng = np.random.default_rng(99)
+    true = rng.uniform(0.2, 0.8, (reps, problems, 1))
+    scores = true + rng.normal(0, 0.15, (2, reps, problems, trials))
+    ver, rep, prob, trial = np.indices(scores.shape)
+    runs = pl.DataFrame(
+        {
+            "agent_version": np.where(ver.ravel() == 0, "A", "B"),
+            "rep": rep.ravel(),
+            "problem_id": prob.ravel().astype(str),
+            "trial": trial.ravel(),
+            "score": scores.ravel(),
+        }
+    ).with_columns(
+        env_type=pl.lit("detect"),
+        problem_id=pl.format("{}-{}", "rep", "problem_id"),
+        status=pl.lit("scored"),
+        run_id=pl.format("{}-{}-{}-{}", "agent_version", "rep", "problem_id", "trial"),
+        weighted=pl.col("score"),
+        penalty_total=pl.lit(0.0),
+        passed=pl.col("score") >= 0.5,
+        gate_passed=pl.lit(True),
+    )
+    pairs = (
+        paired_problems(runs.lazy(), "A", "B")
+        .with_columns(rep=pl.col("problem_id").str.split("-").list.first().cast(pl.Int64))
+        .sort("rep", "problem_id")
+        .collect()
+    )
+    d = pairs["diff"].to_numpy().reshape(reps, problems)
+    t = stats.paired_t(d)
+    v = stats.verdict(t.ci_low, t.ci_high, t.n)
+    assert float(np.mean(v == "regression")) < 0.05
+    assert float(np.mean(v != "no_change")) < 0.08
+
+
+def test_component_split_adds_up_to_change_in_weighted() -> None:
+    runs, comps = simulate(seed=21, versions={"1.0": 0.0, "1.1": {"detect": -0.2}})
+    r = compare_versions(
+        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="1.1"
+    ).report
+    total = sum(c["delta"] for c in r["components"])
+    assert total == pytest.approx(r["decomposition"]["delta_weighted"], abs=1e-12)
+    assert r["decomposition"]["components_sum"] == pytest.approx(total, abs=1e-15)
+    # no penalties, no clamping here: the split explains the whole score change
+    assert r["decomposition"]["clamp_effect"] == pytest.approx(0.0, abs=1e-12)
+    worst = min(r["components"], key=lambda c: c["delta"])
+    assert worst["component"] in {"defect_matching", "summary_quality"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31), st.integers(2, 12), st.integers(1, 4))
+def test_component_split_adds_up_exactly_for_ragged_components(
+    seed: int, problems: int, trials: int
+) -> None:
+    """Components missing from some trials, uneven trial counts, grader errors: still exact."""
+    rng = np.random.default_rng(seed)
+    n = 2 * problems * trials
+    runs = pl.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(n)],
+            "agent": "a",
+            "agent_version": np.repeat(["b", "c"], problems * trials),
+            "problem_id": np.tile(np.repeat([f"p{i}" for i in range(problems)], trials), 2),
+            "env_type": "exploit",
+            "graded_at": T0,
+            "status": np.where(rng.uniform(size=n) < 0.15, "grader_error", "scored"),
+            "penalty_total": 0.0,
+            "gate_passed": True,
+            "passed": True,
+            "cost_usd": 0.1,
+            "tokens": 1.0,
+            "wall_seconds": 1.0,
+        }
+    )
+    names = np.array(["defect_matching", "pov_quality", "summary_quality", "target_calls"])
+    cells = pl.DataFrame(
+        {
+            "run_id": np.repeat(runs["run_id"].to_numpy(), len(names)),
+            "component": np.tile(names, n),
+            "contribution": rng.uniform(0, 0.3, n * len(names)),
+            "keep": rng.uniform(size=n * len(names)) < 0.7,
+            "is_gate": np.tile(names == "defect_matching", n),
+        }
+    ).filter("keep")
+    weighted = cells.group_by("run_id").agg(weighted=pl.col("contribution").sum())
+    runs = (
+        runs.join(weighted, on="run_id", how="left")
+        .with_columns(pl.col("weighted").fill_null(0.0))
+        .with_columns(
+            score=pl.when(pl.col("status") == "scored").then(pl.col("weighted")),
+        )
+    )
+    r = compare_versions(
+        runs, cells.drop("keep"), empty_metadata(), agent="a", baseline="b", candidate="c"
+    ).report
+    if r["paired_problems"] == 0:
+        return
+    total = sum(c["delta"] for c in r["components"])
+    assert total == pytest.approx(r["decomposition"]["delta_weighted"], abs=1e-12)
+    assert r["delta"] == pytest.approx(r["decomposition"]["delta_weighted"], abs=1e-12)
+
+
+def _regression_fixture() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    rows = [
+        # gate failed in the candidate
+        {"v": "1", "p": "gate", "run_id": "b-gate", "score": 0.9, "weighted": 0.9},
+        {"v": "2", "p": "gate", "run_id": "c-gate", "score": 0.0, "weighted": 0.0, "gate": False},
+        # pov_quality dropped
+        {"v": "1", "p": "pov", "run_id": "b-pov", "score": 0.8, "weighted": 0.8},
+        {"v": "2", "p": "pov", "run_id": "c-pov", "score": 0.65, "weighted": 0.65},
+        # nothing dropped but a penalty
+        {"v": "1", "p": "pen", "run_id": "b-pen", "score": 0.7, "weighted": 0.7},
+        {"v": "2", "p": "pen", "run_id": "c-pen", "score": 0.5, "weighted": 0.7, "penalty": 0.2},
+        # audit: reasons are top-level metadata
+        {"v": "1", "p": "aud", "env": "audit", "run_id": "b-aud", "score": 0.5},
+        {"v": "2", "p": "aud", "env": "audit", "run_id": "c-aud", "score": 0.25},
+        # improved: never listed
+        {"v": "1", "p": "up", "run_id": "b-up", "score": 0.2},
+        {"v": "2", "p": "up", "run_id": "c-up", "score": 0.9},
+    ]
+    runs = run_rows(rows)
+    comps = pl.DataFrame(
+        [
+            ("b-gate", "defect_matching", 0.6, True),
+            ("b-gate", "pov_quality", 0.3, False),
+            ("c-gate", "defect_matching", 0.0, True),
+            ("c-gate", "pov_quality", 0.0, False),
+            ("b-pov", "defect_matching", 0.6, True),
+            ("b-pov", "pov_quality", 0.2, False),
+            ("c-pov", "defect_matching", 0.6, True),
+            ("c-pov", "pov_quality", 0.05, False),
+            ("b-pen", "defect_matching", 0.7, True),
+            ("c-pen", "defect_matching", 0.7, True),
+            ("b-aud", "audit", 0.5, False),
+            ("c-aud", "audit", 0.25, False),
+            ("b-up", "defect_matching", 0.2, True),
+            ("c-up", "defect_matching", 0.9, True),
+        ],
+        schema={
+            "run_id": pl.String,
+            "component": pl.String,
+            "contribution": pl.Float64,
+            "is_gate": pl.Boolean,
+        },
+        orient="row",
+    )
+    meta = pl.DataFrame(
+        [
+            ("c-gate", "defect_matching.reason", '"crashed in parse_header, not the target"'),
+            ("c-gate", "defect_matching.expected", '"CWE-787"'),
+            ("c-gate", "pov_quality.skipped", '"gated: defect not matched"'),
+            ("c-pov", "pov_quality.input_bytes", "4096"),
+            ("c-pov", "pov_quality.reference_bytes", "512"),
+            ("c-aud", "recall", "0.5"),
+            ("c-aud", "precision", "0.5"),
+            ("c-aud", "missed", '["D-12"]'),
+            ("c-aud", "missed[0]", '"D-12"'),
+            ("c-aud", "found[0]", '"D-3"'),
+            ("c-aud", "nested.deep", '"not shown"'),
+        ],
+        schema={"run_id": pl.String, "key": pl.String, "value": pl.String},
+        orient="row",
+    )
+    return runs, comps, meta
+
+
+def test_regressed_problems_name_the_failing_component_and_its_reason() -> None:
+    runs, comps, meta = _regression_fixture()
+    r = compare_versions(runs, comps, meta, agent="a", baseline="1", candidate="2").report
+    reg = {row["problem_id"]: row for row in r["regressed_problems"]}
+    assert list(reg) == ["gate", "aud", "pen", "pov"]  # most regressed first
+    assert reg["gate"]["failing_kind"] == "gate"
+    assert reg["gate"]["failing_component"] == "defect_matching"
+    assert reg["gate"]["failing_reason"] == "crashed in parse_header, not the target"
+    assert reg["gate"]["baseline_contribution"] == pytest.approx(0.6)
+    assert reg["gate"]["candidate_contribution"] == pytest.approx(0.0)
+    assert reg["pov"]["failing_component"] == "pov_quality"
+    assert reg["pov"]["failing_reason"] == "input_bytes=4096; reference_bytes=512"
+    assert reg["pen"]["failing_kind"] == "penalty"
+    assert reg["pen"]["failing_reason"] == "penalty_total rose from 0.0 to 0.2"
+    assert reg["aud"]["failing_component"] == "audit"
+    # seed order first; the whole list `missed` stands for its items; `nested.deep` is not top
+    assert (
+        reg["aud"]["failing_reason"] == 'recall=0.5; precision=0.5; missed=["D-12"]; found[0]=D-3'
+    )
+    assert "up" not in reg
+
+
+def test_top_regressed_is_limited() -> None:
+    runs, comps = simulate(seed=3, versions={"1": 0.0, "2": -0.2})
+    result = compare_versions(
+        runs,
+        comps,
+        empty_metadata(),
+        agent="sim-agent",
+        baseline="1",
+        candidate="2",
+        settings=CompareSettings(top_regressed=3, bootstrap_resamples=200),
+    )
+    deltas = [row["delta"] for row in result.report["regressed_problems"]]
+    assert len(deltas) == 3 and deltas == sorted(deltas)
+    assert deltas[0] == pytest.approx(result.pairs["delta"].min())
+
+
+def test_failure_reasons_prefers_reason_like_keys() -> None:
+    regressed = pl.DataFrame(
+        {
+            "candidate_run_id": ["x"],
+            "failing_component": ["patch_verified"],
+            "failing_kind": ["gate"],
+            "baseline_penalty": [0.0],
+            "candidate_penalty": [0.0],
+            "delta": [-1.0],
+        }
+    )
+    meta = pl.DataFrame(
+        {
+            "run_id": ["x", "x", "x", "x"],
+            "key": [
+                "patch_verified.tests_failed",
+                "patch_verified.status",
+                "patch_verified.reason",
+                "patch_verified_extra.reason",
+            ],
+            "value": ["3", '"failed"', '"2 regression tests fail"', '"wrong prefix"'],
+        }
+    )
+    out = failure_reasons(regressed, meta.lazy())
+    assert out["failing_reason"].to_list() == ["2 regression tests fail"]
+
+
+def test_cost_per_run_next_to_score() -> None:
+    rows = [
+        {"v": "1", "p": "p1", "score": 0.5, "cost": 0.10},
+        {"v": "1", "p": "p1", "score": 0.5, "cost": 0.20},
+        {"v": "1", "p": "p2", "score": 0.5, "cost": None},
+        {"v": "2", "p": "p1", "score": 0.9, "cost": 0.50},
+        {"v": "2", "p": "p2", "score": 0.9, "cost": 0.70},
+    ]
+    runs = run_rows(rows)
+    cost = compare_versions(
+        runs, comps_from(runs), None, agent="a", baseline="1", candidate="2"
+    ).report["cost"]
+    # baseline: (0.10 + 0.20) / 2 runs with a cost = 0.15; candidate (0.5 + 0.7) / 2 = 0.6
+    assert cost["baseline"]["cost_usd"] == pytest.approx(0.15)
+    assert cost["baseline"]["runs"] == 3 and cost["baseline"]["runs_with_cost"] == 2
+    assert cost["candidate"]["cost_usd"] == pytest.approx(0.6)
+    assert cost["delta_cost_usd"] == pytest.approx(0.45)
+    assert cost["candidate"]["score_per_run"] == pytest.approx(0.9)
+
+
+def test_nothing_paired_is_said_plainly() -> None:
+    runs = run_rows([{"v": "1", "p": "p1", "score": 0.5}, {"v": "2", "p": "p2", "score": 0.5}])
+    r = compare_versions(runs, comps_from(runs), None, agent="a", baseline="1", candidate="2")
+    rep = r.report
+    assert rep["paired_problems"] == 0 and rep["verdict"] == "no_change"
+    assert rep["delta"] is None and rep["ci_low"] is None
+    assert rep["insufficient_data"] is True
+    assert "nothing to compare" in rep["message"]
+
+
+def test_missing_column_is_named() -> None:
+    runs = run_rows([{"v": "1", "p": "p1", "score": 0.5}]).drop("weighted")
+    with pytest.raises(CompareInputError, match=r"task_runs is missing column.*weighted"):
+        compare_versions(
+            runs,
+            comps_from(runs.with_columns(weighted=pl.lit(0.5))),
+            None,
+            agent="a",
+            baseline="1",
+            candidate="1",
+        )
+
+
+def test_history_orders_by_first_graded_run_with_paired_steps() -> None:
+    # "10.0" sorts before "9.0" as text; graded order decides.
+    runs, _ = simulate(seed=4, versions={"9.0": 0.0, "10.0": -0.1, "11.0": -0.1})
+    rows = version_history(runs, agent="sim-agent")
+    assert [r["agent_version"] for r in rows] == ["9.0", "10.0", "11.0"]
+    assert rows[0]["step"] is None
+    assert rows[1]["step"]["previous_version"] == "9.0"
+    assert rows[1]["step"]["verdict"] == "regression"
+    assert rows[2]["step"]["verdict"] == "no_change"
+    for r in rows:
+        assert r["score_ci_low"] < r["mean_score"] < r["score_ci_high"]
+        assert r["problems"] == 60 and r["runs"] == 180
+
+
+def _version_history_view(runs: pl.DataFrame) -> pl.DataFrame:
+    con = duckdb.connect()
+    try:
+        con.register("task_runs", runs)
+        con.execute((REPO / "sql" / "50_version_history.sql").read_text())
+        frame = con.sql("select * from version_history order by agent, version_index").pl()
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+    finally:
+        con.close()
+
+
+def test_version_history_view_matches_the_python_history() -> None:
+    runs, _ = simulate(seed=8, n_problems=40, versions={"b": 0.0, "a": 0.15, "c": 0.15})
+    grader_error = runs.head(1).with_columns(
+        status=pl.lit("grader_error"), score=None, run_id=pl.lit("err"), passed=None
+    )
+    runs = pl.concat([runs, grader_error])
+    view = _version_history_view(runs)
+    py = version_history(runs, agent="sim-agent")
+    assert view["agent_version"].to_list() == ["b", "a", "c"]
+    assert view["previous_version"].to_list() == [None, "b", "a"]
+    assert view["grader_errors"].to_list() == [1, 0, 0]
+    for i, row in enumerate(view.to_dicts()):
+        assert row["mean_score"] == pytest.approx(py[i]["mean_score"], abs=1e-12)
+        # the view's t table is rounded to 6 decimals
+        assert row["score_ci_low"] == pytest.approx(py[i]["score_ci_low"], abs=1e-6)
+        assert row["pass_rate_ci_high"] == pytest.approx(py[i]["pass_rate_ci_high"], abs=1e-6)
+    assert view["step_verdict_approx"].to_list() == [None, "improvement", "no_change"]
+
+
+def test_version_history_view_t_critical_values() -> None:
+    # n problems with scores 0 and 1 alternating: sd known, so ci width / se = t_{n-1}.
+    from scipy import stats as sps
+
+    for n in (2, 5, 31, 32, 200):
+        rows = [
+            {"v": "1", "p": f"p{i}", "score": float(i % 2), "at": T0 + timedelta(seconds=i)}
+            for i in range(n)
+        ]
+        view = _version_history_view(run_rows(rows))
+        row = view.row(0, named=True)
+        crit = (row["score_ci_high"] - row["mean_score"]) / row["score_se"]
+        assert crit == pytest.approx(sps.t.ppf(0.975, n - 1), abs=2e-5), n

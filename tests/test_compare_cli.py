@@ -1,0 +1,202 @@
+"""compare and history end to end: JSON Lines in, `python -m pipeline run`, then the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+N_PROBLEMS = 30
+TRIALS = 2
+EFFECT = -0.15  # on the three gated exploit components, weight 0.4 together
+TRUE_DELTA = 0.4 * EFFECT  # score = 0.6 × 1 + 0.4 × q, so Δscore = 0.4 × Δq = -0.06
+WEIGHTS = {"defect_matching": 0.6, "pov_quality": 0.2, "summary_quality": 0.1, "target_calls": 0.1}
+
+
+def _records(version: str, effect: float, day: int, seed: int) -> pl.DataFrame:
+    """Exploit grades: gate passed, the other three subscores share one quality q."""
+    rng = np.random.default_rng(seed)
+    true = np.random.default_rng(0).uniform(0.35, 0.65, N_PROBLEMS)  # same problems everywhere
+    q = np.clip(true[:, None] + effect + rng.normal(0, 0.03, (N_PROBLEMS, TRIALS)), 0, 1)
+    problem, trial = np.indices(q.shape)
+    return pl.DataFrame(
+        {"problem": problem.ravel(), "trial": trial.ravel(), "q": q.ravel()}
+    ).select(
+        run_id=pl.format("cli-{}-{}-{}", pl.lit(version), "problem", "trial"),
+        agent=pl.lit("cli-agent"),
+        agent_version=pl.lit(version),
+        problem_id=pl.format("prob-{}", "problem"),
+        env_type=pl.lit("exploit"),
+        graded_at=pl.lit(f"2026-02-{day:02d}T10:00:00+00:00"),
+        trial=pl.col("trial"),
+        cost_usd=pl.lit(0.1 * day),
+        grade=pl.struct(
+            subscores=pl.struct(
+                defect_matching=pl.lit(1.0),
+                pov_quality="q",
+                summary_quality="q",
+                target_calls="q",
+            ),
+            weights=pl.struct(**{k: pl.lit(v) for k, v in WEIGHTS.items()}),
+        ),
+    )
+
+
+def _gate_failure(version: str, day: int) -> dict[str, Any]:
+    zero = dict.fromkeys(WEIGHTS, 0.0)
+    return {
+        "run_id": f"cli-{version}-gatefail",
+        "agent": "cli-agent",
+        "agent_version": version,
+        "problem_id": "prob-gate",
+        "env_type": "exploit",
+        "graded_at": f"2026-02-{day:02d}T11:00:00+00:00",
+        "grade": {
+            "subscores": zero,
+            "weights": WEIGHTS,
+            "metadata": {
+                "defect_matching": {"reason": "crash in parse_header, not the target defect"},
+                "pov_quality": {"skipped": "gated"},
+            },
+        },
+    }
+
+
+def _gate_pass(version: str, day: int) -> dict[str, Any]:
+    return {
+        **_gate_failure(version, day),
+        "grade": {"subscores": dict.fromkeys(WEIGHTS, 1.0), "weights": WEIGHTS},
+    }
+
+
+def _grader_error(version: str, day: int) -> dict[str, Any]:
+    return {
+        **_gate_pass(version, day),
+        "run_id": f"cli-{version}-error",
+        "problem_id": "prob-0",
+        "trial": 7,
+        "grade": {
+            "subscores": dict.fromkeys(WEIGHTS, 1.0),
+            "weights": WEIGHTS,
+            "env_internal_failure": True,
+        },
+    }
+
+
+def _pipeline(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("compare_cli")
+    inputs = root / "in"
+    inputs.mkdir()
+    _records("1.0", 0.0, 1, seed=1).write_ndjson(inputs / "v1.jsonl")
+    _records("1.0-rerun", 0.0, 2, seed=2).write_ndjson(inputs / "v1rerun.jsonl")
+    _records("2.0", EFFECT, 3, seed=3).write_ndjson(inputs / "v2.jsonl")
+    extra = [
+        _gate_pass("1.0", 1),
+        _gate_pass("1.0-rerun", 2),
+        _gate_failure("2.0", 3),
+        _grader_error("2.0", 3),
+    ]
+    (inputs / "extra.jsonl").write_text("".join(json.dumps(r) + "\n" for r in extra))
+    out = root / "lake"
+    done = _pipeline("run", str(inputs), "--lake", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def _compare(lake: Path, baseline: str, candidate: str, *extra: str) -> Any:
+    done = _pipeline(
+        "compare",
+        "--agent",
+        "cli-agent",
+        "--baseline",
+        baseline,
+        "--candidate",
+        candidate,
+        "--lake",
+        str(lake),
+        *extra,
+    )
+    return done
+
+
+def test_compare_json_finds_the_injected_regression_and_why(lake: Path) -> None:
+    done = _compare(lake, "1.0", "2.0", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["paired_problems"] == N_PROBLEMS + 1  # + prob-gate
+    assert report["verdict"] == "regression"
+    assert report["method"] == "paired_t"
+    assert report["ci_high"] < 0
+    # the injected effect over 30 problems, plus prob-gate's drop from 1.0 to 0.0
+    true = (N_PROBLEMS * TRUE_DELTA - 1.0) / (N_PROBLEMS + 1)
+    assert report["ci_low"] <= true <= report["ci_high"]
+    assert report["grader_errors"] == {"baseline": 0, "candidate": 1}
+    assert report["n_unpaired_baseline"] == 0 and report["n_unpaired_candidate"] == 0
+    worst = report["regressed_problems"][0]
+    assert worst["problem_id"] == "prob-gate"
+    assert worst["failing_kind"] == "gate"
+    assert worst["failing_component"] == "defect_matching"
+    assert worst["failing_reason"] == "crash in parse_header, not the target defect"
+    total = sum(c["delta"] for c in report["components"])
+    assert total == pytest.approx(report["decomposition"]["delta_weighted"], abs=1e-9)
+    assert report["cost"]["candidate"]["cost_usd"] > report["cost"]["baseline"]["cost_usd"]
+
+
+def test_aa_rerun_is_no_change(lake: Path) -> None:
+    done = _compare(lake, "1.0", "1.0-rerun", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verdict"] == "no_change"
+
+
+def test_fail_on_regression_and_html(lake: Path, tmp_path: Path) -> None:
+    page = tmp_path / "cmp.html"
+    done = _compare(lake, "1.0", "2.0", "--fail-on-regression", "--html", str(page))
+    assert done.returncode == 1
+    assert "regression" in done.stdout
+    text = page.read_text()
+    assert '<svg id="env-chart"' in text and '<svg id="scatter"' in text
+    ok = _compare(lake, "1.0", "1.0-rerun", "--fail-on-regression")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_unknown_version_is_bad_usage(lake: Path) -> None:
+    done = _compare(lake, "1.0", "9.9", "--json")
+    assert done.returncode == 2
+    assert "9.9" in done.stderr and "known versions" in done.stderr
+
+
+def test_history_in_graded_order_with_paired_steps(lake: Path) -> None:
+    done = _pipeline("history", "--agent", "cli-agent", "--lake", str(lake), "--json")
+    assert done.returncode == 0, done.stderr
+    versions = json.loads(done.stdout)["versions"]
+    assert [v["agent_version"] for v in versions] == ["1.0", "1.0-rerun", "2.0"]
+    assert versions[1]["step"]["verdict"] == "no_change"
+    assert versions[2]["step"]["verdict"] == "regression"
+    assert versions[2]["grader_errors"] == 1
+    table = _pipeline("history", "--agent", "cli-agent", "--lake", str(lake))
+    assert table.returncode == 0 and "regression" in table.stdout
+
+
+def test_missing_warehouse_fails_clearly(tmp_path: Path) -> None:
+    done = _compare(tmp_path / "nowhere", "1", "2")
+    assert done.returncode == 1
+    assert "no warehouse" in done.stderr
