@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
+import signal
 import hashlib
 import json
 import os
@@ -50,6 +52,18 @@ SCORE_TABLES = (
     "surface_finding_scores",
     "surface_phase_scores",
 )
+
+
+# Fault injection for the crash tests: with PIPELINE_CRASH_AT=N the process
+# kills itself (SIGKILL, as kill -9 would) at the N-th file write or move.
+CRASH_AT_ENV = "PIPELINE_CRASH_AT"
+_io_steps = itertools.count(1)
+
+
+def _crash_point() -> None:
+    target = os.environ.get(CRASH_AT_ENV)
+    if target and next(_io_steps) == int(target):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class LakeBusyError(RuntimeError):
@@ -96,6 +110,7 @@ def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> Path:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         frame.write_parquet(tmp, compression="zstd", statistics=True)
+        _crash_point()
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -110,6 +125,7 @@ def write_json_atomic(document: Any, path: Path) -> Path:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         tmp.write_text(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+        _crash_point()
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -232,6 +248,7 @@ def _apply(stage: Path) -> None:
     for move in journal["moves"]:
         source, target = Path(move["from"]), Path(move["to"])
         if source.exists():
+            _crash_point()
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
             _fsync_dir(target.parent)
