@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
-import signal
 import hashlib
+import itertools
 import json
 import os
 import secrets
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
