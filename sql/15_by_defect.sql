@@ -30,8 +30,6 @@ select
     mean_score - 1.96 * score_se as score_ci_low,
     mean_score + 1.96 * score_se as score_ci_high,
     pass_rate,
-    (pass_rate + 1.96 ^ 2 / (2 * pass_n) - 1.96 * sqrt(pass_rate * (1 - pass_rate) / pass_n + 1.96 ^ 2 / (4 * pass_n ^ 2)))
-        / (1 + 1.96 ^ 2 / pass_n) as pass_rate_ci_low,
-    (pass_rate + 1.96 ^ 2 / (2 * pass_n) + 1.96 * sqrt(pass_rate * (1 - pass_rate) / pass_n + 1.96 ^ 2 / (4 * pass_n ^ 2)))
-        / (1 + 1.96 ^ 2 / pass_n) as pass_rate_ci_high
+    wilson_low(pass_rate, pass_n) as pass_rate_ci_low,
+    wilson_high(pass_rate, pass_n) as pass_rate_ci_high
 from scored
