@@ -351,6 +351,7 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
     con = connect_read_only(lake)
     try:
         rows = con.execute(sql_text("queries/summary_by_version.sql")).fetchall()
+        servers = con.execute(sql_text("queries/summary_by_server.sql")).fetchall()
     finally:
         con.close()
     table = Table(title="runs and mean score by agent and version")
@@ -366,6 +367,22 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
             "-" if rate is None else f"{rate:.1%}",
         )
     console.print(table)
+    if servers:
+        grades = Table(title="surface grades: each server's latest version")
+        for column in ("server", "version", "versions", "overall", "letter", "since previous"):
+            grades.add_column(
+                column, justify="left" if column in ("server", "version") else "right"
+            )
+        for server, version, versions, overall, letter, delta in servers:
+            grades.add_row(
+                str(server),
+                str(version),
+                str(versions),
+                "-" if overall is None else f"{overall:.1f}",
+                letter or "-",
+                "-" if delta is None else f"{delta:+.1f}",
+            )
+        console.print(grades)
     console.print(f"warehouse: {summary.warehouse}", highlight=False)
     console.print(f"open it with:  duckdb -readonly {summary.warehouse}", highlight=False)
     console.print(f"first query:   {FIRST_QUERY}", highlight=False)
