@@ -1,0 +1,1 @@
+"""Benchmarks and the plain-Python baseline scorer they are measured against."""

@@ -1,0 +1,139 @@
+"""Shared test helpers: raw contract records and the landed frames they become.
+
+``task_frames`` is a deliberately tiny stand-in for ingest (no validation), so
+scoring tests do not depend on the ingest module: it maps a raw CONTRACT
+section 2 record onto the TaskRun / TaskComponent / TaskPenalty schemas.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from schemas import polars_schema
+from schemas.tasks import TaskComponent, TaskPenalty, TaskRun
+
+# bench/ is not an installed package; `pytest` (unlike `python -m pytest`) does not
+# put the repo root on sys.path.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+TEST_BATCH = "test-batch"
+
+
+@dataclass(frozen=True)
+class TaskFrames:
+    runs: pl.LazyFrame
+    components: pl.LazyFrame
+    penalties: pl.LazyFrame
+
+
+def make_task_record(
+    run_id: str,
+    env_type: str,
+    subscores: Mapping[str, float],
+    weights: Mapping[str, float] | None = None,
+    **grade: Any,
+) -> dict[str, Any]:
+    """A raw contract record; ``weights`` default to an even split, ``grade`` adds
+    penalties, metadata, env_internal_failure, allow_unbounded."""
+    if weights is None:
+        weights = {name: 1.0 / len(subscores) for name in subscores} if subscores else {}
+    return {
+        "run_id": run_id,
+        "agent": "agent-a",
+        "agent_version": "1.0.0",
+        "problem_id": f"problem-{run_id}",
+        "env_type": env_type,
+        "graded_at": "2026-01-02T03:04:05+00:00",
+        "grade": {"subscores": dict(subscores), "weights": dict(weights), **grade},
+    }
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def records_to_task_frames(records: Sequence[Mapping[str, Any]]) -> TaskFrames:
+    runs: list[dict[str, Any]] = []
+    components: list[dict[str, Any]] = []
+    penalties: list[dict[str, Any]] = []
+    for line, record in enumerate(records, start=1):
+        grade = record["grade"]
+        metadata = grade.get("metadata") or {}
+        minimization = metadata.get("minimization") or {}
+        runs.append(
+            {
+                "run_id": record["run_id"],
+                "agent": record["agent"],
+                "agent_version": record["agent_version"],
+                "problem_id": record["problem_id"],
+                "env_type": record["env_type"],
+                "graded_at": datetime.fromisoformat(record["graded_at"]).astimezone(UTC),
+                "defect_id": record.get("defect_id"),
+                "cwe": record.get("cwe"),
+                "project": record.get("project"),
+                "trial": record.get("trial", 0),
+                "cost_usd": record.get("cost_usd"),
+                "tokens": record.get("tokens"),
+                "wall_seconds": record.get("wall_seconds"),
+                "env_internal_failure": bool(grade.get("env_internal_failure", False)),
+                "allow_unbounded": bool(grade.get("allow_unbounded", False)),
+                "failure_logs": list(grade.get("env_internal_failure_logs") or []),
+                "minimization_final_size": _number(minimization.get("final_size")),
+                "minimization_minimal_size": _number(minimization.get("minimal_size")),
+                "audit_recall": _number(metadata.get("recall")),
+                "audit_precision": _number(metadata.get("precision")),
+                "record": repr(record),
+                "source": "test.jsonl",
+                "line": line,
+                "batch_id": TEST_BATCH,
+                "content_hash": f"hash-{line}",
+            }
+        )
+        for name, value in grade["subscores"].items():
+            components.append(
+                {
+                    "run_id": record["run_id"],
+                    "component": name,
+                    "stored_subscore": float(value),
+                    "record_weight": float(grade["weights"][name]),
+                    "batch_id": TEST_BATCH,
+                }
+            )
+        for name, value in (grade.get("penalties") or {}).items():
+            penalties.append(
+                {
+                    "run_id": record["run_id"],
+                    "penalty": name,
+                    "value": float(value),
+                    "batch_id": TEST_BATCH,
+                }
+            )
+    return TaskFrames(
+        runs=pl.LazyFrame(runs, schema=polars_schema(TaskRun)),
+        components=pl.LazyFrame(components, schema=polars_schema(TaskComponent)),
+        penalties=pl.LazyFrame(penalties, schema=polars_schema(TaskPenalty)),
+    )
+
+
+@pytest.fixture(scope="session")
+def task_record() -> Callable[..., dict[str, Any]]:
+    """Build a raw contract task record: ``task_record(run_id, env_type, subscores, ...)``."""
+    return make_task_record
+
+
+@pytest.fixture(scope="session")
+def task_frames() -> Callable[[Sequence[Mapping[str, Any]]], TaskFrames]:
+    """Turn raw contract task records into the landed runs/components/penalties frames."""
+    return records_to_task_frames
