@@ -199,6 +199,68 @@ def history(
     raise typer.Exit(cmp.run_history(lake=lake, agent=agent, as_json=as_json, console=console))
 
 
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL: SELECT, FROM, WITH, DESCRIBE, SHOW, EXPLAIN.")],
+    lake: LakeOption = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as a JSON array.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Rows as CSV with a header.")] = False,
+    max_rows: Annotated[
+        int, typer.Option("--max-rows", help="Rows shown in the table (JSON/CSV: all).")
+    ] = 1000,
+) -> None:
+    """Read the warehouse views; a statement that would write is refused (exit 2)."""
+    from rich.table import Table
+
+    from pipeline import query as q
+
+    if as_json and as_csv:
+        errors.print("[bold red]refused:[/] choose one of --json and --csv", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        results = list(q.run_query(lake, sql))
+    except q.QueryRefused as exc:
+        errors.print(f"[bold red]refused:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
+    except q.QueryError as exc:
+        errors.print(f"[bold red]query failed:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_FAILED) from exc
+    for result in results:
+        if as_json:
+            sys.stdout.write(q.as_json(result.frame) + "\n")
+            continue
+        if as_csv:
+            sys.stdout.write(q.as_csv(result.frame))
+            continue
+        shown = q.flat(result.frame.head(max_rows))
+        table = Table(caption=f"{result.frame.height} row(s)")
+        for column in shown.columns:
+            table.add_column(column, overflow="fold")
+        for row in shown.rows():
+            table.add_row(*("∅" if v is None else str(v) for v in row))
+        console.print(table, highlight=False, markup=False)
+
+
+@app.command("replay-quarantine")
+def replay_quarantine(
+    lake: LakeOption = DEFAULT_LAKE,
+    rubric: RubricOption = None,
+) -> None:
+    """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
+    chosen = _rubric_or_exit(rubric) if rubric is not None else None
+    from pipeline import replay
+
+    report = replay.replay_quarantine(lake, chosen)
+    console.print(
+        f"replayed {report.tried} of {report.held} quarantined line(s) under rubric "
+        f"{report.rubric_id}: {report.landed_task_runs} task and {report.landed_surface_runs} "
+        f"surface run(s) landed, {report.skipped_duplicates} already landed, "
+        f"{report.still_quarantined} still quarantined, {report.not_replayable} not replayable "
+        f"(text not kept whole) in {report.seconds:.2f}s",
+        highlight=False,
+    )
+
+
 def main() -> None:
     """Typer reports usage errors itself (exit 2); anything else that fails exits 1."""
     try:

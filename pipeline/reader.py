@@ -8,6 +8,7 @@ becomes one entry at line 0, so it is counted like any line.
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,15 @@ import polars as pl
 from pipeline.lake import InputError
 
 INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
+# Limits on one record, so that a hostile line is quarantined instead of being
+# parsed into memory without bound (json_tree paths grow with depth squared).
+# Either can be set from the environment; a bad value is refused by name.
 DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_DEPTH = 64
+MAX_RECORD_BYTES_ENV = "PIPELINE_MAX_RECORD_BYTES"
+MAX_DEPTH_ENV = "PIPELINE_MAX_DEPTH"
+# A JSON string literal, escapes included: brackets inside one do not nest.
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 DEFAULT_CHUNK_BYTES = 256 * 1024 * 1024
 READ_BLOCK_BYTES = 16 * 1024 * 1024
 # Raw text kept in quarantine for a record over the size limit.
@@ -40,6 +49,36 @@ class Lines:
 
     frame: pl.DataFrame
     files: list[str]
+
+
+def _limit_from_env(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"{name}={text!r}: expected a whole number >= 1 (default {default})")
+    return int(text)
+
+
+def max_record_bytes_setting() -> int:
+    """PIPELINE_MAX_RECORD_BYTES, else 16 MiB."""
+    return _limit_from_env(MAX_RECORD_BYTES_ENV, DEFAULT_MAX_RECORD_BYTES)
+
+
+def max_depth_setting() -> int:
+    """PIPELINE_MAX_DEPTH, else 64 levels of objects and lists."""
+    return _limit_from_env(MAX_DEPTH_ENV, DEFAULT_MAX_DEPTH)
+
+
+def nesting_depth(raw: pl.Expr) -> pl.Expr:
+    """How deep brackets nest in a line, outside string literals (0 for a scalar).
+
+    Text only, no parse: string literals are removed, the brackets left are a
+    walk of +1 / -1 steps, and the depth is the walk's highest point.
+    """
+    brackets = raw.str.replace_all(_JSON_STRING, "").str.replace_all(r"[^\[\]{}]", "")
+    steps = pl.element().is_in(["[", "{"]).cast(pl.Int32) * 2 - 1
+    return brackets.str.split("").list.eval(steps.cum_sum()).list.max().fill_null(0)
 
 
 def is_input_file(path: Path) -> bool:
@@ -180,34 +219,63 @@ def _file_frames(path: Path, chunk_bytes: int) -> Iterator[pl.DataFrame]:
         yield _numbered(lines, source, next_line, cut_problem)
 
 
-def _with_problems(raw: pl.DataFrame, first_row: int, max_record_bytes: int) -> pl.DataFrame:
-    size = pl.col("raw").str.len_bytes()
-    return (
+def _with_problems(
+    raw: pl.DataFrame, first_row: int, max_record_bytes: int, max_depth: int
+) -> pl.DataFrame:
+    sized = (
         raw.with_row_index("row_nr", offset=first_row)
         # CRLF files: the carriage return belongs to the line ending, not the record.
         .with_columns(pl.col("raw").str.strip_suffix("\r"))
-        .with_columns(size=size)
-        .select(
-            "row_nr",
-            "source",
-            "line",
-            pl.when(pl.col("size") > max_record_bytes)
-            .then(pl.col("raw").str.slice(0, KEPT_PREFIX_CHARS) + pl.lit("…"))
-            .otherwise(pl.col("raw"))
-            .alias("raw"),
-            problem=pl.when(pl.col("file_problem").is_not_null())
-            .then(pl.col("file_problem"))
-            .when(pl.col("not_utf8"))
-            .then(pl.lit("line is not valid UTF-8 (bad bytes shown as \\x escapes)"))
-            .when(pl.col("size") > max_record_bytes)
-            .then(
-                pl.format(
-                    "record is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB)",
-                    pl.col("size"),
-                    pl.lit(max_record_bytes),
-                )
-            ),
+        .with_columns(size=pl.col("raw").str.len_bytes())
+    )
+    # A line cannot nest deeper than it has opening brackets: only lines with
+    # more than max_depth of them are measured.
+    suspects = sized.filter(
+        (pl.col("size") <= max_record_bytes)
+        & (pl.col("raw").str.count_matches(r"[\[{]") > max_depth)
+    )
+    depths = suspects.select("row_nr", depth=nesting_depth(pl.col("raw")))
+    measured = sized.join(depths, on="row_nr", how="left", maintain_order="left")
+    too_deep = (pl.col("depth") > max_depth).fill_null(False)
+    return measured.select(
+        "row_nr",
+        "source",
+        "line",
+        pl.when(pl.col("size") > max_record_bytes)
+        .then(pl.col("raw").str.slice(0, KEPT_PREFIX_CHARS) + pl.lit("…"))
+        .otherwise(pl.col("raw"))
+        .alias("raw"),
+        problem=pl.when(pl.col("file_problem").is_not_null())
+        .then(pl.col("file_problem"))
+        .when(pl.col("not_utf8"))
+        .then(pl.lit("line is not valid UTF-8 (bad bytes shown as \\x escapes)"))
+        .when(pl.col("size") > max_record_bytes)
+        .then(
+            pl.format(
+                "record is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB; "
+                "the limit is {})",
+                pl.col("size"),
+                pl.lit(max_record_bytes),
+                pl.lit(MAX_RECORD_BYTES_ENV),
+            )
         )
+        .when(too_deep)
+        .then(
+            pl.format(
+                "record nests {} levels deep, over the limit of {} (the limit is {})",
+                pl.col("depth"),
+                pl.lit(max_depth),
+                pl.lit(MAX_DEPTH_ENV),
+            )
+        ),
+    )
+
+
+def lines_of_text(raw: pl.DataFrame, files: Sequence[str]) -> Lines:
+    """Lines already read (LINE_SCHEMA rows), checked against the limits like any input."""
+    return Lines(
+        frame=_with_problems(raw, 0, max_record_bytes_setting(), max_depth_setting()),
+        files=list(files),
     )
 
 
@@ -215,9 +283,15 @@ def iter_line_chunks(
     files: Sequence[Path],
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int | None = None,
+    max_depth: int | None = None,
 ) -> Iterator[Lines]:
-    """Every line of every file, numbered, in chunks; always at least one chunk."""
+    """Every line of every file, numbered, in chunks; always at least one chunk.
+
+    Limits left as None come from the environment, else the defaults.
+    """
+    size_limit = max_record_bytes_setting() if max_record_bytes is None else max_record_bytes
+    depth_limit = max_depth_setting() if max_depth is None else max_depth
     pending: list[pl.DataFrame] = []
     pending_bytes = 0
     pending_files: list[str] = []
@@ -229,19 +303,23 @@ def iter_line_chunks(
             pending.append(frame)
             pending_bytes += int(frame["raw"].str.len_bytes().sum() or 0)
             if pending_bytes >= chunk_bytes:
-                chunk = _with_problems(pl.concat(pending), next_row, max_record_bytes)
+                chunk = _with_problems(pl.concat(pending), next_row, size_limit, depth_limit)
                 next_row += chunk.height
                 yield Lines(frame=chunk, files=pending_files)
                 yielded = True
                 pending, pending_bytes, pending_files = [], 0, []
     if pending or not yielded:
         raw = pl.concat(pending) if pending else pl.DataFrame(schema=LINE_SCHEMA)
-        yield Lines(frame=_with_problems(raw, next_row, max_record_bytes), files=pending_files)
+        yield Lines(
+            frame=_with_problems(raw, next_row, size_limit, depth_limit), files=pending_files
+        )
 
 
-def read_lines(files: Sequence[Path], max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Lines:
+def read_lines(
+    files: Sequence[Path], max_record_bytes: int | None = None, max_depth: int | None = None
+) -> Lines:
     """Every line of every file in one frame (for small inputs and tests)."""
-    chunks = list(iter_line_chunks(files, max_record_bytes=max_record_bytes))
+    chunks = list(iter_line_chunks(files, max_record_bytes=max_record_bytes, max_depth=max_depth))
     return Lines(
         frame=pl.concat([c.frame for c in chunks]),
         files=[f for c in chunks for f in c.files],

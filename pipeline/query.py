@@ -1,0 +1,143 @@
+"""The analysts' door: read-only SQL over the warehouse views.
+
+Three locks, each enough on its own for some statements, together for all:
+
+1. DuckDB's own parser classifies every statement; only reading statements
+   (SELECT and its forms: FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE; and
+   EXPLAIN of one of those) run. Anything else (INSERT, COPY ... TO, ATTACH,
+   INSTALL/LOAD, SET, PRAGMA, CALL checkpoint, EXPORT, CREATE, DROP...) is
+   refused before it reaches the database.
+2. The warehouse is opened ``read_only``: no statement can change it.
+3. File access is confined to the lake (``allowed_directories``,
+   ``enable_external_access = false``, then ``lock_configuration``), so the
+   views still read their Parquet files but no query reads or writes a file
+   elsewhere, and no query can lift the confinement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.warehouse import WarehouseError, warehouse_path
+
+READING = {duckdb.StatementType.SELECT}
+# EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.
+EXPLAINING = {duckdb.StatementType.EXPLAIN}
+EXPLAIN_KEYWORDS = {"explain", "analyze", "analyse"}
+DEFAULT_MAX_ROWS = 1000
+
+
+# What a query that runs can still fail with (a missing column, a refused file).
+QueryError = duckdb.Error
+
+
+class QueryRefused(ValueError):
+    """A statement that would write, or text that is not SQL."""
+
+
+@dataclass(frozen=True)
+class Result:
+    statement: str
+    frame: pl.DataFrame
+
+
+def _statement_type_name(kind: object) -> str:
+    return str(kind).rsplit(".", 1)[-1]
+
+
+def _explained(statement: duckdb.Statement) -> str:
+    """The text an EXPLAIN [ANALYZE] statement explains, found with DuckDB's tokenizer."""
+    text: str = statement.query
+    for offset, kind in duckdb.tokenize(text):
+        if kind != duckdb.token_type.keyword:
+            return text[offset:]
+        word = text[offset:].split(None, 1)[0].lower()
+        if word not in EXPLAIN_KEYWORDS:
+            return text[offset:]
+    return ""
+
+
+def check_read_only(sql: str) -> list[str]:
+    """Each statement of ``sql`` if every one only reads; else QueryRefused naming the first."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryRefused(f"not a statement DuckDB can parse: {exc}") from exc
+    if not statements:
+        raise QueryRefused("no statement given")
+    texts: list[str] = []
+    for statement in statements:
+        inner = statement
+        while inner.type in EXPLAINING:
+            explained = duckdb.extract_statements(_explained(inner))
+            if len(explained) != 1:
+                raise QueryRefused(f"cannot tell what this explains: {inner.query.strip()}")
+            inner = explained[0]
+        if inner.type not in READING:
+            raise QueryRefused(
+                f"refused: a {_statement_type_name(inner.type)} statement is not read-only "
+                f"({inner.query.strip()[:80]}); the warehouse is for reading, "
+                "only SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
+            )
+        texts.append(statement.query)
+    return texts
+
+
+def connect_confined(lake: Path) -> duckdb.DuckDBPyConnection:
+    """The warehouse, read-only, able to read the lake's files and no others."""
+    path = warehouse_path(lake)
+    if not path.exists():
+        raise WarehouseError(
+            f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"
+        )
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        root = str(lake.resolve())
+        con.execute("set allowed_directories = ?", [[root + "/"]])
+        con.execute("set enable_external_access = false")
+        con.execute("set lock_configuration = true")
+    except duckdb.Error:
+        con.close()
+        raise
+    return con
+
+
+def run_query(lake: Path, sql: str) -> Iterator[Result]:
+    """Results of each statement of ``sql``; refused as a whole if any would write."""
+    statements = check_read_only(sql)
+    con = connect_confined(lake)
+    try:
+        for text in statements:
+            relation = con.sql(text)
+            frame = pl.DataFrame() if relation is None else relation.pl()
+            yield Result(statement=text.strip(), frame=frame)
+    finally:
+        con.close()
+
+
+def flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """Nested columns as JSON text, for CSV and the terminal."""
+    nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+    return frame.with_columns(
+        pl.struct(name)
+        .struct.json_encode()
+        # json_encode wraps the value as {"<name>":<value>}: keep the value.
+        .str.slice(len(json.dumps(name)) + 2, None)
+        .str.strip_suffix("}")
+        .alias(name)
+        for name in nested
+    )
+
+
+def as_json(frame: pl.DataFrame) -> str:
+    return frame.write_json()
+
+
+def as_csv(frame: pl.DataFrame) -> str:
+    return flat(frame).write_csv()

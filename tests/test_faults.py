@@ -1,0 +1,187 @@
+"""Faults: a full disk mid-commit, a crash after the journal, files removed or broken by hand.
+
+Each fault either gives a clear error or is repaired, and a rerun converges to
+the state of a lake that never had the fault (compared view by view).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipeline import jobs
+from pipeline import lake as lk
+from pipeline.query import QueryError, run_query
+from pipeline.rubric import parse_rubric
+from pipeline.warehouse import WarehouseError
+from tests.strategies import corpus, jsonl_bytes
+
+RUBRIC = parse_rubric({})
+# What an analyst sees; batch ids and timestamps of the run itself may differ.
+VIEWS = {
+    "task_runs": "select run_id, agent, agent_version, problem_id, env_type, status, score, "
+    "score_as_graded, passed, source, line from task_runs order by run_id",
+    "task_components": "select run_id, component, subscore, weight, contribution "
+    "from task_components order by run_id, component",
+    "run_metadata": "select run_id, key, value from run_metadata order by run_id, key",
+    "surface_runs": "select run_id, server, overall, letter from surface_runs order by run_id",
+    "surface_findings": "select run_id, kind, severity from surface_findings "
+    "order by run_id, kind, severity",
+    "quarantine": "select source, line, reason, raw from quarantine order by source, line",
+    "by_agent": "select * from by_agent order by all",
+}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("faults") / "night.jsonl"
+    path.write_bytes(jsonl_bytes(corpus(300, seed=11)))
+    return path
+
+
+def contents(lake: Path) -> dict[str, list[tuple[Any, ...]]]:
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        return {name: con.execute(sql).fetchall() for name, sql in VIEWS.items()}
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def clean(source: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    lake = tmp_path_factory.mktemp("clean") / "lake"
+    jobs.run([source], lake, RUBRIC)
+    return contents(lake)
+
+
+def landed_files(lake: Path) -> list[Path]:
+    return sorted(p for p in lake.rglob("*.parquet") if p.stem != "empty")
+
+
+def fail_on_call(number: int, real: Callable[..., Any]) -> Callable[..., Any]:
+    calls = {"n": 0}
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == number:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    return wrapped
+
+
+@pytest.mark.parametrize("failing_write", [1, 3, 6])
+def test_disk_full_while_staging_leaves_the_lake_as_it_was(
+    source: Path,
+    clean: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failing_write: int,
+) -> None:
+    lake = tmp_path / "lake"
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            pl.DataFrame, "write_parquet", fail_on_call(failing_write, pl.DataFrame.write_parquet)
+        )
+        with pytest.raises(OSError, match="No space left") as caught:
+            jobs.run([source], lake, RUBRIC)
+        assert caught.value.errno == errno.ENOSPC
+    # Nothing half-landed: no table file, no staging left behind, no temporary file.
+    assert landed_files(lake) == []
+    assert not any((lake / "_staging").glob("*")) if (lake / "_staging").exists() else True
+    assert not list(lake.rglob(".*.tmp"))
+    jobs.run([source], lake, RUBRIC)
+    assert contents(lake) == clean
+
+
+def test_a_crash_after_the_journal_is_completed_by_the_next_run(
+    source: Path, clean: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    real_replace = os.replace
+    moves = {"n": 0}
+
+    def crash_mid_apply(src: Any, dst: Any) -> None:
+        # Staging writes pass; the third move into the lake proper dies.
+        if "_staging" in str(src) and "_staging" not in str(dst):
+            moves["n"] += 1
+            if moves["n"] == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lk.os, "replace", crash_mid_apply)
+        with pytest.raises(OSError, match="No space left"):
+            jobs.ingest([source], lake)
+    journals = list((lake / "_staging").glob("*/COMMIT.json"))
+    assert len(journals) == 1  # the batch is committed, only partly moved
+    done = lk.recover(lake)
+    assert any(step.startswith("completed") for step in done)
+    assert not (lake / "_staging").exists() or not any((lake / "_staging").iterdir())
+    rerun = jobs.run([source], lake, RUBRIC)
+    assert rerun.ingest.landed_task_runs == 0  # everything had landed
+    assert contents(lake) == clean
+
+
+def test_a_run_that_died_before_its_journal_is_discarded(source: Path, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([source], lake, RUBRIC)
+    before = landed_files(lake)
+    stage = lake / "_staging" / "20260101T000000Z-deadbeef"
+    stage.mkdir(parents=True)
+    (stage / "000000.parquet").write_bytes(b"half a file")
+    stray = lake / "task_runs" / ".x.parquet.0000.tmp"
+    stray.write_bytes(b"half")
+    assert lk.recover(lake) == ["discarded 20260101T000000Z-deadbeef"]
+    assert not stage.exists() and not stray.exists()
+    assert landed_files(lake) == before
+
+
+def test_a_removed_warehouse_is_a_clear_error_then_rebuilt_from_the_lake(
+    source: Path, clean: dict[str, Any], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([source], lake, RUBRIC)
+    (lake / "warehouse.duckdb").unlink()
+    with pytest.raises(WarehouseError, match=r"no warehouse at .*warehouse\.duckdb"):
+        list(run_query(lake, "select 1"))
+    jobs.score(lake, RUBRIC)
+    assert contents(lake) == clean
+    # An ingest-only rerun plus run rebuilds it the same way.
+    (lake / "warehouse.duckdb").unlink()
+    jobs.run([source], lake, RUBRIC)
+    assert contents(lake) == clean
+
+
+def test_a_corrupted_lake_file_is_named_in_the_error(source: Path, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([source], lake, RUBRIC)
+    broken = landed_files(lake / "task_runs")[0]
+    broken.write_bytes(b"not parquet at all" * 10)
+    with pytest.raises(QueryError) as caught:
+        list(run_query(lake, "select count(*) from task_runs"))
+    assert broken.name in str(caught.value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (lead-owned jobs.py/lake): a landed task_runs file deleted by hand is re-landed "
+    "by a rerun, but its task_components / run_metadata / scores parts are left behind, so "
+    "components and task_runs rows are doubled. Fix: treat a part as whole (drop the "
+    "orphans of a part whose task_runs file is gone, in recover or a `lake check`).",
+)
+def test_a_deleted_lake_file_is_restored_by_a_rerun(
+    source: Path, clean: dict[str, Any], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([source], lake, RUBRIC)
+    landed_files(lake / "task_runs")[0].unlink()
+    jobs.run([source], lake, RUBRIC)
+    assert contents(lake) == clean

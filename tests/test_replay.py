@@ -1,0 +1,223 @@
+"""Schema evolution: new fields, kinds and components land and are reported; a new env type
+waits in quarantine until the rubric has it, then replay-quarantine lands it once."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline import jobs
+from pipeline.cli import app
+from pipeline.evolution import schema_news
+from pipeline.reader import MAX_DEPTH_ENV, MAX_RECORD_BYTES_ENV
+from pipeline.replay import replay_quarantine
+from pipeline.rubric import parse_rubric
+from tests.strategies import surface_report, task_record
+
+FUZZ_RUBRIC = {"task": {"fuzz": {"gate": "crash", "weights": {"crash": 0.5, "triage": 0.5}}}}
+FUZZ_TOML = """
+[task.fuzz]
+gate = "crash"
+weights = { crash = 0.5, triage = 0.5 }
+"""
+
+
+def fuzz_record(run_id: str) -> dict[str, Any]:
+    record = task_record(random.Random(run_id), run_id)
+    record["env_type"] = "fuzz"
+    record["grade"] = {
+        "subscores": {"crash": 1.0, "triage": 0.5},
+        "weights": {"crash": 0.5, "triage": 0.5},
+    }
+    return record
+
+
+def rows(lake: Path, table: str) -> pl.DataFrame:
+    files = sorted((lake / table).glob("*.parquet"))
+    return pl.concat([pl.read_parquet(f) for f in files]) if files else pl.DataFrame()
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    plain = task_record(random.Random(0), "plain")
+    source = write(
+        tmp_path / "night.jsonl",
+        [
+            json.dumps(plain),
+            json.dumps(fuzz_record("f1")),
+            "garbage",
+            json.dumps(fuzz_record("f2")),
+        ],
+    )
+    first = jobs.run([source], lake, parse_rubric({}))
+    assert (first.ingest.landed_task_runs, first.ingest.quarantined) == (1, 3)
+    reasons = rows(lake, "quarantine").sort("line")["reason"].to_list()
+    assert reasons[0].startswith("unknown env_type 'fuzz'")
+    assert "add a [task.fuzz] table (gate, weights) to the rubric" in reasons[0]
+    assert "then run replay-quarantine" in reasons[0]
+
+    # Under the old rubric nothing changes.
+    unchanged = replay_quarantine(lake)
+    assert (unchanged.tried, unchanged.released, unchanged.still_quarantined) == (3, 0, 3)
+    assert rows(lake, "quarantine").height == 3
+
+    rubric = parse_rubric(FUZZ_RUBRIC)
+    replayed = replay_quarantine(lake, rubric)
+    assert (replayed.tried, replayed.landed_task_runs, replayed.still_quarantined) == (3, 2, 1)
+    assert replayed.accounted == replayed.tried
+    left = rows(lake, "quarantine")
+    assert left["raw"].to_list() == ["garbage"]
+    landed = rows(lake, "task_runs").filter(pl.col("env_type") == "fuzz").sort("line")
+    # The original file and line, not a temporary file's.
+    assert landed.select("run_id", "source", "line").rows() == [
+        ("f1", str(source), 2),
+        ("f2", str(source), 4),
+    ]
+
+    again = replay_quarantine(lake, rubric)
+    assert (again.tried, again.released) == (1, 0)
+    assert rows(lake, "task_runs").height == 3
+    # And ingesting the night's file again under the new rubric adds nothing either.
+    rerun = jobs.ingest([source], lake, rubric)
+    assert (rerun.landed_task_runs, rerun.skipped_duplicates, rerun.already_quarantined) == (
+        0,
+        3,
+        1,
+    )
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        got = con.execute(
+            "select run_id, score, rubric_id from task_runs where env_type = 'fuzz' order by 1"
+        ).fetchall()
+    finally:
+        con.close()
+    # crash 1.0 * 0.5 + triage 0.5 * 0.5 = 0.75
+    assert got == [
+        ("f1", pytest.approx(0.75), rubric.rubric_id),
+        ("f2", pytest.approx(0.75), rubric.rubric_id),
+    ]
+
+
+def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    line = json.dumps(fuzz_record("twin"))
+    a = write(tmp_path / "a.jsonl", [line])
+    b = write(tmp_path / "b.jsonl", [line])
+    jobs.ingest([a, b], lake)
+    assert rows(lake, "quarantine").height == 2
+    report = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert (report.landed_task_runs, report.skipped_duplicates, report.still_quarantined) == (
+        1,
+        1,
+        0,
+    )
+    assert rows(lake, "quarantine").height == 0
+    assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
+
+
+def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    deep = task_record(random.Random(5), "deep")
+    nest: Any = 1
+    for _ in range(70):
+        nest = {"n": nest}
+    deep["grade"]["metadata"] = {"nest": nest}
+    big = task_record(random.Random(6), "big")
+    big["grade"]["metadata"] = {"log": "y" * 5000}
+    monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "4096")
+    source = write(tmp_path / "a.jsonl", [json.dumps(deep), json.dumps(big)])
+    assert jobs.ingest([source], lake).quarantined == 2
+    monkeypatch.setenv(MAX_DEPTH_ENV, "100")
+    monkeypatch.setenv(MAX_RECORD_BYTES_ENV, str(10**6))
+    report = replay_quarantine(lake, rescore=False)
+    assert (report.held, report.not_replayable, report.landed_task_runs) == (2, 1, 1)
+    assert rows(lake, "task_runs")["run_id"].to_list() == ["deep"]
+    assert rows(lake, "quarantine")["line"].to_list() == [2]
+
+
+def test_replay_quarantine_command(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    source = write(tmp_path / "a.jsonl", [json.dumps(fuzz_record("c1"))])
+    jobs.run([source], lake, parse_rubric({}))
+    rubric_file = tmp_path / "fuzz.toml"
+    rubric_file.write_text(FUZZ_TOML)
+    runner = CliRunner()
+    done = runner.invoke(
+        app, ["replay-quarantine", "--lake", str(lake), "--rubric", str(rubric_file)]
+    )
+    assert done.exit_code == 0, done.output
+    assert "1 task and 0 surface run(s) landed" in done.stdout
+    bad_rubric = tmp_path / "bad.toml"
+    bad_rubric.write_text("[task]\nminimization_multiple = 0.5\n")
+    refused = runner.invoke(
+        app, ["replay-quarantine", "--lake", str(lake), "--rubric", str(bad_rubric)]
+    )
+    assert refused.exit_code == 2
+
+
+def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    rng = random.Random(9)
+    old_task = task_record(rng, "old")
+    old_report = surface_report(rng, "old-report")
+    jobs.ingest([write(tmp_path / "a.jsonl", [json.dumps(old_task), json.dumps(old_report)])], lake)
+
+    new_task = task_record(rng, "new")
+    new_task["env_type"] = "audit"
+    new_task["grader_build"] = "2026.12"
+    new_task["grade"]["subscores"] = {"audit": 0.25, "novelty": 1.0}
+    new_task["grade"]["weights"] = {"audit": 1.0, "novelty": 0.0}
+    new_report = surface_report(rng, "new-report")
+    new_report["carbon"] = {"grams": 3}
+    new_report["findings"].append(
+        {"probe": "future", "kind": "quantum_smell", "target": "tool_0", "measurement": {"q": 1}}
+    )
+    second = jobs.ingest(
+        [write(tmp_path / "b.jsonl", [json.dumps(new_task), json.dumps(new_report)])], lake
+    )
+    assert (second.landed_task_runs, second.landed_surface_runs, second.quarantined) == (1, 1, 0)
+    part = second.parts[0]
+    batch = {
+        name: pl.read_parquet(lake / name / f"{part}.parquet")
+        for name in ("task_runs", "surface_runs", "surface_findings", "task_components")
+    }
+    news = schema_news(batch, lake)
+    assert news == {
+        "task_fields": sorted(set(new_task) - set(old_task)),
+        "surface_fields": ["carbon"],
+        "finding_kinds": sorted(
+            {f["kind"] for f in new_report["findings"]}
+            - {f["kind"] for f in old_report["findings"]}
+        ),
+        "components": sorted(
+            set(new_task["grade"]["subscores"]) - set(old_task["grade"]["subscores"])
+        ),
+    }
+    assert "grader_build" in news["task_fields"]
+    assert "quantum_smell" in news["finding_kinds"]
+    assert "novelty" in news["components"]
+    # Kept: the new component with its stored subscore, the new kind's finding, the field.
+    con_rows = rows(lake, "task_components").filter(pl.col("component") == "novelty")
+    assert con_rows["stored_subscore"].to_list() == [1.0]
+    kinds = rows(lake, "surface_findings").filter(pl.col("kind") == "quantum_smell")
+    assert kinds["measurement"].to_list() == ['{"q":1}']
+    runs = rows(lake, "task_runs").filter(pl.col("run_id") == "new")
+    assert json.loads(runs["record"][0])["grader_build"] == "2026.12"
+    # A batch with nothing new: empty lists, whether asked before or after it landed.
+    assert schema_news({"task_runs": batch["task_runs"].head(0)}, lake)["task_fields"] == []
+    old_batch = {"task_runs": rows(lake, "task_runs").filter(pl.col("run_id") == "old")}
+    assert "grader_build" not in schema_news(old_batch, lake)["task_fields"]
