@@ -34,6 +34,23 @@ DEFAULT_SAMPLE = Path("data/sample")
 LakeOption = Annotated[
     Path, typer.Option("--lake", help="Folder where everything lands, as Parquet.")
 ]
+MaxBytesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-record-bytes",
+        min=1,
+        help="Quarantine a record over this many bytes "
+        "(default $PIPELINE_MAX_RECORD_BYTES or 16 MiB).",
+    ),
+]
+MaxDepthOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-depth",
+        min=1,
+        help="Quarantine a record nested deeper than this (default $PIPELINE_MAX_DEPTH or 64).",
+    ),
+]
 RubricOption = Annotated[
     Path | None, typer.Option("--rubric", help="Rubric TOML file; defaults apply to keys it omits.")
 ]
@@ -61,13 +78,16 @@ def run(
     inputs: Annotated[list[Path] | None, typer.Argument(help="Files or directories.")] = None,
     lake: LakeOption = DEFAULT_LAKE,
     rubric: RubricOption = None,
+    max_record_bytes: MaxBytesOption = None,
+    max_depth: MaxDepthOption = None,
 ) -> None:
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
     chosen = _rubric_or_exit(rubric)
     paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE])
     from pipeline import jobs
+    from pipeline.reader import Limits
 
-    summary = jobs.run(paths, lake, chosen)
+    summary = jobs.run(paths, lake, chosen, Limits(max_record_bytes, max_depth))
     jobs.print_run_summary(console, summary, lake)
 
 
@@ -75,12 +95,15 @@ def run(
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(help="Files or directories.")],
     lake: LakeOption = DEFAULT_LAKE,
+    max_record_bytes: MaxBytesOption = None,
+    max_depth: MaxDepthOption = None,
 ) -> None:
     """Validate and land graded runs; quarantine what is malformed."""
     from pipeline import jobs
+    from pipeline.reader import Limits
 
     paths = _inputs_or_exit(inputs)
-    report = jobs.ingest(paths, lake)
+    report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
     jobs.print_ingest_report(console, report)
 
 

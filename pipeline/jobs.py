@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -27,8 +27,9 @@ from pipeline import score as task_score
 from pipeline import surface
 from pipeline.ingest import build_batch, dedupe, landed_frames
 from pipeline.lineage import RescoreDiff, rescore_diff
+from pipeline.parts import check_and_repair, manifest, manifest_path
 from pipeline.progress import progress
-from pipeline.reader import DEFAULT_CHUNK_BYTES, expand_inputs, iter_line_chunks
+from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
 from pipeline.warehouse import build_warehouse, connect_read_only, warehouse_path
@@ -39,8 +40,11 @@ CURRENT_RUBRIC = "current_rubric"
 RUBRICS = "rubrics"
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
-TASK_PART_TABLES = ("task_runs", "task_components", "task_penalties")
-SURFACE_PART_TABLES = ("surface_runs", "surface_findings")
+# Which score tables each kind of landed run has, per part.
+SCORE_FAMILIES = {
+    "task_runs": ("task_scores", "task_component_scores"),
+    "surface_runs": ("surface_scores", "surface_finding_scores", "surface_phase_scores"),
+}
 # The schema-only files the warehouse keeps so globs match; not parts.
 EMPTY_STEM = "empty"
 
@@ -58,6 +62,8 @@ class IngestReport:
     already_quarantined: int
     parts: list[str]
     seconds: float
+    # Files that could not be read as they are, and repairs made before the work.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def accounted(self) -> int:
@@ -79,6 +85,7 @@ class ScoreResult:
     parts: int
     full: bool
     seconds: float
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +133,7 @@ def ingest_locked(
     rubric: Rubric | None = None,
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    limits: Limits | None = None,
     extra_documents: dict[Path, object] | None = None,
 ) -> IngestReport:
     """ingest(), for a caller that already holds the lake's lock."""
@@ -141,16 +149,25 @@ def ingest_locked(
         ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
     )
     parts: list[str] = []
+    notes: list[str] = []
     with lk.Transaction(lake) as tx:
-        chunks = iter_line_chunks(files, chunk_bytes=chunk_bytes)
+        chosen = limits or Limits()
+        chunks = iter_line_chunks(
+            files,
+            chunk_bytes=chunk_bytes,
+            max_record_bytes=chosen.max_record_bytes,
+            max_depth=chosen.max_depth,
+        )
         for index, lines in enumerate(progress(chunks, "ingesting")):
             part = f"{batch_id}-p{index:05d}"
             batch = build_batch(lines, env_types, batch_id)
             result = dedupe(batch, landed_tasks, landed_surfaces, landed_quarantine)
             frames = landed_frames(result.batch)
-            for name, frame in frames.items():
-                if frame.height:
-                    tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frame)
+            written = {name: frame.height for name, frame in frames.items() if frame.height}
+            for name in written:
+                tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+            if written:
+                tx.write_json(manifest_path(lake, part), manifest(written, lines.files))
             if frames["task_runs"].height or frames["surface_runs"].height:
                 parts.append(part)
             # Later chunks of the same ingest dedupe against what this one landed.
@@ -161,6 +178,7 @@ def ingest_locked(
             landed_quarantine = pl.concat(
                 [landed_quarantine, frames["quarantine"].select("source", "line", "raw")]
             )
+            notes.extend(file_notes(frames))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height
             totals["surface"] += frames["surface_runs"].height
@@ -182,43 +200,103 @@ def ingest_locked(
         already_quarantined=totals["seen"],
         parts=parts,
         seconds=time.perf_counter() - started,
+        notes=notes,
     )
 
 
-def ingest(inputs: Sequence[Path], lake: Path, rubric: Rubric | None = None) -> IngestReport:
+def file_notes(frames: dict[str, pl.DataFrame]) -> list[str]:
+    """Input files named by what went wrong with them as a whole.
+
+    A file that could not be read at all, or none of whose lines landed, is
+    worth a line of its own in the summary, beside the per-line quarantine.
+    """
+    landed = pl.concat(
+        [frames["task_runs"].select("source"), frames["surface_runs"].select("source")]
+    ).unique()
+    per_file = (
+        frames["quarantine"]
+        .group_by("source")
+        .agg(lines=pl.len(), whole=(pl.col("line") == 0).any(), reason=pl.col("reason").first())
+        .join(landed, on="source", how="anti")
+        .sort("source")
+        .select(
+            pl.when(pl.col("whole"))
+            .then(pl.format("{}: {}", pl.col("source"), pl.col("reason")))
+            .otherwise(
+                pl.format(
+                    "{}: none of its lines landed ({} quarantined; first reason: {})",
+                    pl.col("source"),
+                    pl.col("lines"),
+                    pl.col("reason"),
+                )
+            )
+        )
+    )
+    return per_file.to_series().to_list()
+
+
+def ingest(
+    inputs: Sequence[Path],
+    lake: Path,
+    rubric: Rubric | None = None,
+    limits: Limits | None = None,
+) -> IngestReport:
     """Land every readable record of ``inputs``; account for every line."""
     with lk.lake_lock(lake):
-        lk.recover(lake)
-        return ingest_locked(inputs, lake, rubric)
+        notes = prepare(lake)
+        report = ingest_locked(inputs, lake, rubric, limits=limits)
+        report.notes = notes + report.notes
+        return report
 
 
 def score_part(lake: Path, part: str, rubric: Rubric) -> dict[str, pl.DataFrame]:
-    """One landed part scored under ``rubric``, each table checked by its model."""
-    tasks = task_score.score_tasks(
-        _part_file(lake, "task_runs", part),
-        _part_file(lake, "task_components", part),
-        _part_file(lake, "task_penalties", part),
-        rubric,
-    )
-    surfaces = surface.score_surfaces(
-        _part_file(lake, "surface_runs", part), _part_file(lake, "surface_findings", part), rubric
-    )
-    lazy = {
-        "task_scores": tasks.runs,
-        "task_component_scores": tasks.components,
-        "surface_scores": surfaces.runs,
-        "surface_finding_scores": surfaces.findings,
-        "surface_phase_scores": surfaces.phases,
-    }
+    """One landed part scored under ``rubric``, each table checked by its model.
+
+    Only the families the part holds are scored: a part of surface grades
+    alone writes no (empty) task score files, and the other way round.
+    """
+    lazy: dict[str, pl.LazyFrame] = {}
+    if part in landed_parts(lake, "task_runs"):
+        tasks = task_score.score_tasks(
+            _part_file(lake, "task_runs", part),
+            _part_file(lake, "task_components", part),
+            _part_file(lake, "task_penalties", part),
+            rubric,
+        )
+        lazy |= {"task_scores": tasks.runs, "task_component_scores": tasks.components}
+    if part in landed_parts(lake, "surface_runs"):
+        surfaces = surface.score_surfaces(
+            _part_file(lake, "surface_runs", part),
+            _part_file(lake, "surface_findings", part),
+            rubric,
+        )
+        lazy |= {
+            "surface_scores": surfaces.runs,
+            "surface_finding_scores": surfaces.findings,
+            "surface_phase_scores": surfaces.phases,
+        }
     collected = pl.collect_all(list(lazy.values()), engine="streaming")
     return {name: checked(SCORED[name], frame) for name, frame in zip(lazy, collected, strict=True)}
 
 
+def all_parts(lake: Path) -> list[str]:
+    return sorted(set(landed_parts(lake, "task_runs")) | set(landed_parts(lake, "surface_runs")))
+
+
 def pending_parts(lake: Path, rubric: Rubric) -> list[str]:
-    """Landed parts with no scores under ``rubric`` yet."""
-    landed = set(landed_parts(lake, "task_runs")) | set(landed_parts(lake, "surface_runs"))
-    done = set(scored_parts(lake, rubric.rubric_id, "task_scores"))
-    return sorted(landed - done)
+    """Landed parts missing any of their score files under ``rubric``."""
+    pending: set[str] = set()
+    for runs, tables in SCORE_FAMILIES.items():
+        landed = set(landed_parts(lake, runs))
+        for table in tables:
+            pending |= landed - set(scored_parts(lake, rubric.rubric_id, table))
+    return sorted(pending)
+
+
+def prepare(lake: Path) -> list[str]:
+    """Before any work, under the lock: finish or undo a dead run, then mend broken parts."""
+    notes = [f"recovered: {done}" for done in lk.recover(lake)]
+    return notes + check_and_repair(lake).problems
 
 
 def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
@@ -231,11 +309,7 @@ def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
     before = current_rubric(lake)
     # A different rubric means the whole history is rescored under it.
     full = full or before is None or before.rubric_id != rubric.rubric_id
-    parts = (
-        sorted(set(landed_parts(lake, "task_runs")) | set(landed_parts(lake, "surface_runs")))
-        if full
-        else pending_parts(lake, rubric)
-    )
+    parts = all_parts(lake) if full else pending_parts(lake, rubric)
     counts = {"task_scores": 0, "surface_scores": 0}
     with lk.Transaction(lake) as tx:
         for part in progress(parts, f"scoring under {rubric.rubric_id}", total=len(parts)):
@@ -270,8 +344,9 @@ def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
 def score(lake: Path, rubric: Rubric) -> ScoreResult:
     """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
     with lk.lake_lock(lake):
-        lk.recover(lake)
+        notes = prepare(lake)
         result = score_locked(lake, rubric, full=True)
+        result.notes = notes
         build_warehouse(lake, rubric.rubric_id)
         return result
 
@@ -279,11 +354,11 @@ def score(lake: Path, rubric: Rubric) -> ScoreResult:
 def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
     """Score every part under ``rubric`` in memory and diff it against the current scores."""
     with lk.lake_lock(lake):
-        lk.recover(lake)
+        prepare(lake)
         before = current_rubric(lake)
         if before is None:
             raise lk.InputError(f"the lake {lake} has no scores yet to compare a rubric against")
-        parts = sorted(set(landed_parts(lake, "task_runs")))
+        parts = landed_parts(lake, "task_runs")
         frames = [score_part(lake, part, rubric)["task_scores"] for part in parts]
         after = (
             pl.concat(frames)
@@ -293,11 +368,14 @@ def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
         return rescore_diff(lake, before.rubric_id, rubric.rubric_id, after=after.lazy())
 
 
-def run(inputs: Sequence[Path], lake: Path, rubric: Rubric) -> RunSummary:
+def run(
+    inputs: Sequence[Path], lake: Path, rubric: Rubric, limits: Limits | None = None
+) -> RunSummary:
     """Ingest, score what is new (everything, when the rubric changed), refresh the views."""
     with lk.lake_lock(lake):
-        lk.recover(lake)
-        report = ingest_locked(inputs, lake, rubric)
+        notes = prepare(lake)
+        report = ingest_locked(inputs, lake, rubric, limits=limits)
+        report.notes = notes + report.notes
         result = score_locked(lake, rubric, full=False)
         build_warehouse(lake, rubric.rubric_id)
     return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
@@ -334,6 +412,8 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         f"{report.seconds:.2f}",
     )
     console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
 
 
 def print_score_result(console: Console, result: ScoreResult) -> None:

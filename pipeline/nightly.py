@@ -49,6 +49,7 @@ class NightlySummary:
     rubric_after: str | None = None
     nothing_to_do: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     summary_file: str | None = None
 
 
@@ -79,7 +80,7 @@ def nightly(inbox: Path, lake: Path, rubric: Rubric) -> NightlySummary:
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
     with lk.lake_lock(lake):
-        lk.recover(lake)
+        notes = jobs.prepare(lake)
         with _timed(seconds, "scan"):
             files = expand_inputs([inbox])
             digests = {path: file_digest(path) for path in files}
@@ -126,6 +127,7 @@ def nightly(inbox: Path, lake: Path, rubric: Rubric) -> NightlySummary:
                 summary.skipped_duplicates = report.skipped_duplicates
                 summary.skipped_blank = report.skipped_blank
                 summary.already_quarantined = report.already_quarantined
+                notes.extend(report.notes)
             with _timed(seconds, "score"):
                 result = jobs.score_locked(lake, rubric, full=False)
             summary.runs_scored = result.task_runs + result.surface_runs
@@ -133,6 +135,7 @@ def nightly(inbox: Path, lake: Path, rubric: Rubric) -> NightlySummary:
             with _timed(seconds, "warehouse"):
                 build_warehouse(lake, rubric.rubric_id)
         summary.seconds = seconds
+        summary.notes = notes
         stamp = started.strftime("%Y%m%dT%H%M%S%fZ")
         path = lk.write_json_atomic(asdict(summary), lake / "_runs" / f"nightly-{stamp}.json")
         summary.summary_file = str(path)
@@ -168,4 +171,6 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     for what, value in rows:
         table.add_row(what, str(value))
     console.print(table)
+    for note in summary.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"summary: {summary.summary_file}", highlight=False)

@@ -44,6 +44,14 @@ LINE_SCHEMA = {
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Per-record limits; None takes the environment variable, then the default."""
+
+    max_record_bytes: int | None = None
+    max_depth: int | None = None
+
+
+@dataclass(frozen=True)
 class Lines:
     """Lines read: row_nr, source, line, raw (text or null), problem (a reason or null)."""
 

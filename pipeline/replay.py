@@ -24,6 +24,7 @@ import polars as pl
 from pipeline import jobs
 from pipeline import lake as lk
 from pipeline.ingest import build_batch, dedupe, landed_frames
+from pipeline.parts import manifest, manifest_path
 from pipeline.reader import LINE_SCHEMA, lines_of_text
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.warehouse import build_warehouse
@@ -117,18 +118,34 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     released = candidates.join(still, on="row_nr", how="anti")
     part = f"{batch_id}-p00000"
     with lk.Transaction(lake) as tx:
-        for name, frame in frames.items():
-            if name != "quarantine" and frame.height:
-                tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frame)
+        written = {
+            name: frame.height
+            for name, frame in frames.items()
+            if name != "quarantine" and frame.height
+        }
+        for name in written:
+            tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+        if written:
+            sources = released["source"].unique().to_list()
+            tx.write_json(manifest_path(lake, part), manifest(written, sources))
         touched = released.select("file").unique()["file"].to_list()
         for file in touched:
             kept = held.filter(pl.col("file") == file).join(
                 released.select("file", "file_row"), on=["file", "file_row"], how="anti"
             )
+            # The quarantine file belongs to a part: its manifest follows the new count.
+            owner = manifest_path(lake, Path(file).stem)
+            document = lk.read_json(owner, None)
             if kept.height:
                 tx.write(Path(file), kept.drop("file", "file_row"))
+                if document is not None:
+                    document["tables"]["quarantine"] = kept.height
             else:
                 tx.delete(Path(file))
+                if document is not None:
+                    document["tables"].pop("quarantine", None)
+            if document is not None:
+                tx.write_json(owner, document)
     return ReplayReport(
         batch_id=batch_id,
         rubric_id=chosen.rubric_id,
@@ -152,7 +169,7 @@ def replay_quarantine(
     the views show it at once.
     """
     with lk.lake_lock(lake):
-        lk.recover(lake)
+        jobs.prepare(lake)
         report = replay_locked(lake, rubric)
         if rescore:
             chosen = rubric or jobs.current_rubric(lake) or parse_rubric({})

@@ -170,13 +170,6 @@ def test_a_corrupted_lake_file_is_named_in_the_error(source: Path, tmp_path: Pat
     assert broken.name in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (lead-owned jobs.py/lake): a landed task_runs file deleted by hand is re-landed "
-    "by a rerun, but its task_components / run_metadata / scores parts are left behind, so "
-    "components and task_runs rows are doubled. Fix: treat a part as whole (drop the "
-    "orphans of a part whose task_runs file is gone, in recover or a `lake check`).",
-)
 def test_a_deleted_lake_file_is_restored_by_a_rerun(
     source: Path, clean: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -30,7 +30,7 @@ from tests.strategies import (
 # Every file the pipeline writes has a name it made itself: batch ids, table
 # names, rubric-key hashes. Nothing else may appear under the lake.
 SAFE_PART = re.compile(r"^[A-Za-z0-9_.\-]+$")
-KNOWN_DIRS = {*LANDED_TABLES, *SCORE_TABLES, "scores", "_state", "_staging"}
+KNOWN_DIRS = {*LANDED_TABLES, *SCORE_TABLES, "scores", "_state", "_staging", "_parts", "_runs"}
 HEX_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 
