@@ -84,10 +84,24 @@ def _object(column: str, label: str, *, required: bool) -> pl.Expr:
     return pl.when(kind.is_not_null() & ~kind.is_in(["OBJECT", "NULL"])).then(wrong)
 
 
+def _repeated_keys(column: str, where: str) -> pl.Expr:
+    keys = pl.col(column)
+    repeated = keys.list.eval(pl.element().filter(pl.element().is_duplicated())).list.unique()
+    return pl.when(keys.list.len() != keys.list.n_unique()).then(
+        pl.format(
+            "{} names the key {} more than once, so which value is meant is ambiguous",
+            pl.lit(where),
+            repeated.list.sort().list.join(", "),
+        )
+    )
+
+
 def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
     """CONTRACT section 2: one expression per rule, each a reason or null."""
     known = sorted(env_types)
     return [
+        _repeated_keys("top_keys", "the record"),
+        _repeated_keys("grade_keys", "grade"),
         _required_string("run_id"),
         pl.when(
             (pl.col("run_id__type") == "VARCHAR")

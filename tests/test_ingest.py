@@ -288,3 +288,11 @@ def test_missing_input_is_usage_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "nope.jsonl" in done.stderr
+
+
+def test_a_key_named_twice_is_quarantined_not_guessed(tmp_path: Path) -> None:
+    good = json.dumps(record("r1"))
+    twice = good.replace('"agent": "crab"', '"agent": "crab", "agent": "lobster"', 1)
+    report = jobs.ingest([write_jsonl(tmp_path / "a.jsonl", [twice])], tmp_path / "lake")
+    assert report.quarantined == 1
+    assert "names the key agent more than once" in quarantine(tmp_path / "lake")["reason"][0]

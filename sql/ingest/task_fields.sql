@@ -3,6 +3,10 @@
 -- Input: view `records` (row_nr, raw). Output: one row per record.
 select
     row_nr,
+    -- Key lists keep duplicates, so a record that names a field twice is caught.
+    json_keys(raw) as top_keys,
+    case when json_type(raw, '$.grade') = 'OBJECT' then json_keys(raw, '$.grade') end
+        as grade_keys,
     json_type(raw, '$.run_id') as run_id__type,
     raw ->> '$.run_id' as run_id,
     json_type(raw, '$.agent') as agent__type,
