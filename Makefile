@@ -7,10 +7,13 @@ N ?= 100000
 
 .PHONY: setup run test lint typecheck format bench sample clean
 
+# The Spark extra is installed too, so `make test` runs the Spark engine's test.
+EXTRAS ?= dev,spark
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 setup: $(STAMP)
