@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import lake as lk
@@ -45,7 +46,7 @@ def _rows(path: Path) -> int | None:
     """Rows in a Parquet file by its footer, or None when it cannot be read."""
     try:
         rows: int = pq.read_metadata(path).num_rows
-    except (OSError, ValueError, pq.lib.ArrowException):
+    except (OSError, ValueError, pa.ArrowException):
         return None
     return rows
 

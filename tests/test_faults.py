@@ -178,3 +178,16 @@ def test_a_deleted_lake_file_is_restored_by_a_rerun(
     landed_files(lake / "task_runs")[0].unlink()
     jobs.run([source], lake, RUBRIC)
     assert contents(lake) == clean
+
+
+@pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
+def test_a_corrupted_lake_file_is_repaired_by_a_rerun(
+    table: str, source: Path, clean: dict[str, Any], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([source], lake, RUBRIC)
+    broken = landed_files(lake / table)[0]
+    broken.write_bytes(broken.read_bytes()[:100])  # cut short, as a full disk or bad copy would
+    summary = jobs.run([source], lake, RUBRIC)
+    assert any(broken.name in note and "removed whole" in note for note in summary.ingest.notes)
+    assert contents(lake) == clean
