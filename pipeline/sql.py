@@ -22,7 +22,9 @@ def sql_text(name: str) -> str:
 
 
 def connect() -> duckdb.DuckDBPyConnection:
-    return duckdb.connect()
+    con = duckdb.connect()
+    con.execute(sql_text("queries/session.sql"))
+    return con
 
 
 def run_sql(

@@ -247,10 +247,12 @@ def validate_task_records(records: pl.DataFrame, env_types: Sequence[str]) -> Ta
     """Split task records (row_nr, raw) into accepted parts and rejected reasons."""
     con = connect()
     try:
-        frames = {"records": records.select("row_nr", "raw")}
-        fields = run_sql("ingest/task_fields.sql", frames, con=con)
-        parts = run_sql("ingest/task_parts.sql", frames, con=con)
-        metadata = run_sql("ingest/run_metadata.sql", frames, con=con)
+        fields = run_sql(
+            "ingest/task_fields.sql", {"records": records.select("row_nr", "raw")}, con=con
+        )
+        fragments = {"fields": fields.select(pl.col("row_nr"), pl.col("^.*_json$"))}
+        parts = run_sql("ingest/task_parts.sql", fragments, con=con)
+        metadata = run_sql("ingest/run_metadata.sql", fragments, con=con)
     finally:
         con.close()
     field_reasons = fields.select("row_nr", reasons=_joined_reasons(field_rules(env_types))).filter(

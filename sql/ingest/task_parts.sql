@@ -1,26 +1,19 @@
 -- grade.subscores, grade.weights and grade.penalties in long form, one row per
--- (record, part, name), with each value's JSON type.
--- Input: view `records` (row_nr, raw). Output: row_nr, part, name, value_type, value.
-with objects as (
-    select
-        row_nr,
-        raw,
-        json_type(raw, '$.grade.subscores') = 'OBJECT' as has_subscores,
-        json_type(raw, '$.grade.weights') = 'OBJECT' as has_weights,
-        json_type(raw, '$.grade.penalties') = 'OBJECT' as has_penalties
-    from records
-)
-select o.row_nr, 'subscores' as part, e.key as name, e.type as value_type,
+-- (record, part, name), with each value's JSON type. Reads the fragments
+-- task_fields.sql extracted, so the record itself is not parsed again.
+-- Input: view `fields` (row_nr, subscores_json, weights_json, penalties_json).
+-- Output: row_nr, part, name, value_type, value.
+select f.row_nr, 'subscores' as part, e.key as name, e.type as value_type,
        try_cast(e.value as double) as value
-from objects as o, json_each(o.raw, '$.grade.subscores') as e
-where o.has_subscores
+from fields as f, json_each(f.subscores_json) as e
+where f.subscores_json is not null
 union all
-select o.row_nr, 'weights' as part, e.key as name, e.type as value_type,
+select f.row_nr, 'weights' as part, e.key as name, e.type as value_type,
        try_cast(e.value as double) as value
-from objects as o, json_each(o.raw, '$.grade.weights') as e
-where o.has_weights
+from fields as f, json_each(f.weights_json) as e
+where f.weights_json is not null
 union all
-select o.row_nr, 'penalties' as part, e.key as name, e.type as value_type,
+select f.row_nr, 'penalties' as part, e.key as name, e.type as value_type,
        try_cast(e.value as double) as value
-from objects as o, json_each(o.raw, '$.grade.penalties') as e
-where o.has_penalties
+from fields as f, json_each(f.penalties_json) as e
+where f.penalties_json is not null
