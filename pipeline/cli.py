@@ -7,6 +7,7 @@ refused rubric, before any work; 1 anything else that failed.
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +32,12 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 DEFAULT_SAMPLE = Path("data/sample")
 
+
+class Engine(StrEnum):
+    local = "local"
+    spark = "spark"
+
+
 LakeOption = Annotated[
     Path, typer.Option("--lake", help="Folder where everything lands, as Parquet.")
 ]
@@ -49,6 +56,16 @@ MaxDepthOption = Annotated[
         "--max-depth",
         min=1,
         help="Quarantine a record nested deeper than this (default $PIPELINE_MAX_DEPTH or 64).",
+    ),
+]
+EngineOption = Annotated[
+    Engine,
+    typer.Option("--engine", help="Where scoring runs: here (local) or on Apache Spark."),
+]
+SparkMasterOption = Annotated[
+    str,
+    typer.Option(
+        "--spark-master", help="Spark master URL for --engine spark (e.g. spark://host:7077)."
     ),
 ]
 RubricOption = Annotated[
@@ -116,6 +133,8 @@ def score(
         typer.Option("--dry-run", help="Score in memory and show the diff; replace nothing."),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print JSON.")] = False,
+    engine: EngineOption = Engine.local,
+    spark_master: SparkMasterOption = "local[2]",
 ) -> None:
     """Rescore everything landed under the rubric and refresh the warehouse."""
     chosen = _rubric_or_exit(rubric)
@@ -127,7 +146,7 @@ def score(
         diff = jobs.dry_run(lake, chosen)
         lineage.print_diff(console, diff, as_json=as_json)
         return
-    result = jobs.score(lake, chosen)
+    result = jobs.score(lake, chosen, engine=engine.value, spark_master=spark_master)
     jobs.print_score_result(console, result)
 
 
@@ -136,13 +155,16 @@ def nightly(
     inbox: Annotated[Path, typer.Option("--inbox", help="Folder where new graded runs arrive.")],
     lake: LakeOption = DEFAULT_LAKE,
     rubric: RubricOption = None,
+    engine: EngineOption = Engine.local,
+    spark_master: SparkMasterOption = "local[2]",
 ) -> None:
     """Land new inbox files, score them, rescore all history when the rubric changed."""
     chosen = _rubric_or_exit(rubric)
     _inputs_or_exit([inbox])
     from pipeline import nightly as job
 
-    job.print_summary(console, job.nightly(inbox, lake, chosen))
+    summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=spark_master)
+    job.print_summary(console, summary)
 
 
 @app.command("rescore-diff")

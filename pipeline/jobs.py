@@ -299,7 +299,14 @@ def prepare(lake: Path) -> list[str]:
     return notes + check_and_repair(lake).problems
 
 
-def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
+def score_locked(
+    lake: Path,
+    rubric: Rubric,
+    *,
+    full: bool,
+    engine: str = "local",
+    spark_master: str = "local[2]",
+) -> ScoreResult:
     """Score every part (full) or only the parts not yet scored under ``rubric``.
 
     The rubric becomes the lake's current one in the same transaction, so the
@@ -312,11 +319,20 @@ def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
     parts = all_parts(lake) if full else pending_parts(lake, rubric)
     counts = {"task_scores": 0, "surface_scores": 0}
     with lk.Transaction(lake) as tx:
-        for part in progress(parts, f"scoring under {rubric.rubric_id}", total=len(parts)):
-            for name, frame in score_part(lake, part, rubric).items():
-                tx.write(lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet", frame)
-                if name in counts:
-                    counts[name] += frame.height
+        if engine == "spark":
+            # Imported here: PySpark is an optional extra.
+            from pipeline.spark_engine import score_with_spark
+
+            written = score_with_spark(lake, rubric, parts, tx, master=spark_master)
+            for name in counts:
+                counts[name] += written.get(name, 0)
+        else:
+            for part in progress(parts, f"scoring under {rubric.rubric_id}", total=len(parts)):
+                for name, frame in score_part(lake, part, rubric).items():
+                    target = lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet"
+                    tx.write(target, frame)
+                    if name in counts:
+                        counts[name] += frame.height
         if full:
             # Scores of parts that are no longer landed (removed by hand) go too.
             for name in SCORED:
@@ -341,11 +357,13 @@ def score_locked(lake: Path, rubric: Rubric, *, full: bool) -> ScoreResult:
     )
 
 
-def score(lake: Path, rubric: Rubric) -> ScoreResult:
+def score(
+    lake: Path, rubric: Rubric, *, engine: str = "local", spark_master: str = "local[2]"
+) -> ScoreResult:
     """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        result = score_locked(lake, rubric, full=True)
+        result = score_locked(lake, rubric, full=True, engine=engine, spark_master=spark_master)
         result.notes = notes
         build_warehouse(lake, rubric.rubric_id)
         return result

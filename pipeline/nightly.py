@@ -75,7 +75,14 @@ def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
         seconds[stage] = round(time.perf_counter() - started, 3)
 
 
-def nightly(inbox: Path, lake: Path, rubric: Rubric) -> NightlySummary:
+def nightly(
+    inbox: Path,
+    lake: Path,
+    rubric: Rubric,
+    *,
+    engine: str = "local",
+    spark_master: str = "local[2]",
+) -> NightlySummary:
     """One nightly pass over ``inbox``; see the module docstring."""
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
@@ -129,7 +136,9 @@ def nightly(inbox: Path, lake: Path, rubric: Rubric) -> NightlySummary:
                 summary.already_quarantined = report.already_quarantined
                 notes.extend(report.notes)
             with _timed(seconds, "score"):
-                result = jobs.score_locked(lake, rubric, full=False)
+                result = jobs.score_locked(
+                    lake, rubric, full=False, engine=engine, spark_master=spark_master
+                )
             summary.runs_scored = result.task_runs + result.surface_runs
             summary.full_rescore = result.full
             with _timed(seconds, "warehouse"):

@@ -1,0 +1,334 @@
+"""``make bench``: N generated task runs through ingest and rescoring, against their floors.
+
+    python -m bench.run --n 100000 [--seed 1] [--sample 20000] [--engine local|spark]
+                        [--workdir DIR] [--keep] [--out bench/out]
+
+Every stage runs in its own process (``bench.stages``), in this order, on the
+same files: generate the JSON Lines; Polars' bare ``read_ndjson`` of them;
+``jobs.ingest`` into a fresh lake; a bare DuckDB scan of the Parquet columns
+scoring reads; ``jobs.score`` (a full rescore, warehouse included); the
+plain-Python scorer on a sample, extrapolated to N. One table comes out, on
+the terminal and as ``<out>/results-<N>.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO_ROOT / "bench" / "out"
+MIN_N, MAX_N = 10_000, 10_000_000
+# Goals from issue 5: "rescoring within 2x of the bare scan, ingest within 2x of the bare read".
+INGEST_GOAL_RATIO = 2.0
+RESCORE_GOAL_RATIO = 2.0
+# Issue 5: "10 million task runs ... rescore with peak memory under 4 GiB".
+RESCORE_PEAK_GOAL_BYTES = 4 * 1024**3
+GIB = 1024**3
+MB = 1_000_000
+
+
+@dataclass
+class Row:
+    stage: str
+    what: str
+    seconds: float
+    mb_per_s: float | None
+    runs_per_s: float | None
+    versus: str
+    ratio: float | None
+    goal: str
+    peak_rss_gib: float
+
+
+def run_stage(stage: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one stage in a fresh interpreter; its last stdout line is its result."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("FORCE_COLOR", None)
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.stages", stage, json.dumps(params)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"bench stage {stage} failed (exit {completed.returncode}):\n{completed.stderr[-4000:]}"
+        )
+    lines = completed.stdout.strip().splitlines()
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def _rate(amount: float, seconds: float) -> float | None:
+    return amount / seconds if seconds > 0 else None
+
+
+def _goal(ratio: float | None, limit: float) -> str:
+    if ratio is None:
+        return "-"
+    return f"{'met' if ratio <= limit else 'missed'} (≤{limit:g}x)"
+
+
+def build_rows(
+    n: int, ingested: int, size_bytes: int, results: dict[str, dict[str, Any]]
+) -> list[Row]:
+    """The one table: each measured stage next to the floor it is compared with."""
+    read, ingest = results["polars_read"], results["ingest"]
+    scan, rescore, python = results["duckdb_scan"], results["rescore"], results["python_scorer"]
+    mb = size_bytes / MB
+    ingest_ratio = ingest["seconds"] / read["seconds"] if read["seconds"] else None
+    rescore_ratio = rescore["seconds"] / scan["seconds"] if scan["seconds"] else None
+    python_total = python["seconds"] * n / max(python["sample"], 1)
+    python_ratio = python_total / rescore["seconds"] if rescore["seconds"] else None
+    rescore_peak_ok = rescore["peak_rss"] < RESCORE_PEAK_GOAL_BYTES
+    return [
+        Row(
+            "ingest",
+            "jobs.ingest" + ("" if ingested == n else f", {ingested:,} runs"),
+            ingest["seconds"],
+            _rate(mb, ingest["seconds"]),
+            _rate(ingested, ingest["seconds"]),
+            "bare read",
+            ingest_ratio,
+            _goal(ingest_ratio, INGEST_GOAL_RATIO),
+            ingest["peak_rss"] / GIB,
+        ),
+        Row(
+            "bare read",
+            "pl.read_ndjson" + ("" if ingested == n else f", {ingested:,} runs"),
+            read["seconds"],
+            _rate(mb, read["seconds"]),
+            _rate(ingested, read["seconds"]),
+            "-",
+            None,
+            "-",
+            read["peak_rss"] / GIB,
+        ),
+        Row(
+            "rescore",
+            f"jobs.score full, {rescore.get('engine', 'local')}",
+            rescore["seconds"],
+            None,
+            _rate(n, rescore["seconds"]),
+            "bare scan",
+            rescore_ratio,
+            _goal(rescore_ratio, RESCORE_GOAL_RATIO)
+            + f", peak {'<' if rescore_peak_ok else '≥'}4 GiB",
+            rescore["peak_rss"] / GIB,
+        ),
+        Row(
+            "bare scan",
+            "DuckDB scan, same columns",
+            scan["seconds"],
+            None,
+            _rate(n, scan["seconds"]),
+            "-",
+            None,
+            "-",
+            scan["peak_rss"] / GIB,
+        ),
+        Row(
+            "python",
+            f"score_record x {python['sample']:,}, scaled",
+            python_total,
+            None,
+            _rate(n, python_total),
+            "rescore",
+            python_ratio,
+            "-",
+            python["peak_rss"] / GIB,
+        ),
+    ]
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "-" if value is None else format(value, pattern)
+
+
+def _cells(row: Row) -> list[str]:
+    return [
+        row.stage,
+        row.what,
+        _fmt(row.seconds, ".2f"),
+        _fmt(row.mb_per_s, ".1f"),
+        _fmt(row.runs_per_s, ",.0f"),
+        row.versus,
+        "-" if row.ratio is None else f"{row.ratio:.1f}x",
+        row.goal,
+        _fmt(row.peak_rss_gib, ".2f"),
+    ]
+
+
+HEADERS = ["stage", "what", "s", "MB/s", "runs/s", "vs", "ratio", "goal", "peak RSS GiB"]
+
+
+def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
+    ingested = (
+        ""
+        if meta["replicate"] == 1
+        else f"; {meta['ingested']:,} ingested, the lake's parts then copied "
+        f"{meta['replicate']}x (run ids prefixed)"
+    )
+    lines = [
+        f"### N = {meta['n']:,} task runs ({meta['jsonl_mb']:.1f} MB of JSON Lines read, "
+        f"{meta['components']:,} component rows scored{ingested})",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|"
+        + "|".join("---" if h in ("stage", "what", "vs", "goal") else "---:" for h in HEADERS)
+        + "|",
+    ]
+    lines += ["| " + " | ".join(_cells(row)) + " |" for row in rows]
+    lines += [
+        "",
+        f"Command: `{meta['command']}`; {meta['machine']}; {meta['when']}; "
+        f"generating the file took {meta['generate_seconds']:.1f} s, the whole run "
+        f"{meta['total_seconds']:.0f} s; load average {meta['load_average'][0]} before, "
+        f"{meta['load_average'][1]} after.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def print_table(console: Console, rows: list[Row], meta: dict[str, Any]) -> None:
+    table = Table(
+        title=f"bench: N = {meta['n']:,} task runs, {meta['jsonl_mb']:.1f} MB JSON Lines",
+        caption=f"peak RSS per stage process; {meta['machine']}",
+    )
+    for header in HEADERS:
+        table.add_column(
+            header, justify="left" if header in ("stage", "what", "vs", "goal") else "right"
+        )
+    for row in rows:
+        table.add_row(*_cells(row))
+    console.print(table)
+
+
+def _load() -> float:
+    """The 1-minute load average: other work on the machine slows every stage."""
+    return round(os.getloadavg()[0], 2)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--n", type=int, default=100_000, help=f"task runs ({MIN_N:,}..{MAX_N:,})")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sample", type=int, default=20_000, help="records for the Python scorer")
+    parser.add_argument("--engine", choices=("local", "spark"), default="local")
+    parser.add_argument("--master", default="local[2]", help="Spark master URL (--engine spark)")
+    parser.add_argument(
+        "--replicate",
+        type=int,
+        default=1,
+        metavar="K",
+        help="generate and ingest N/K runs, then copy the landed parts K times "
+        "(scan, rescore and Python scorer see N runs; ingest and bare read N/K)",
+    )
+    parser.add_argument("--rubric", type=Path, default=None)
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a temp dir")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files and lake")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    if not MIN_N <= args.n <= MAX_N:
+        parser.error(f"--n {args.n}: expected {MIN_N:,} to {MAX_N:,}")
+    if args.replicate < 1 or args.n % args.replicate:
+        parser.error(f"--replicate {args.replicate}: expected a divisor of --n {args.n}")
+    if args.sample < 1:
+        parser.error(f"--sample {args.sample}: expected at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    # Wide enough for the table in a pipe or CI log, where rich assumes 80 columns.
+    console = Console(width=max(Console().width, 132))
+    started = time.perf_counter()
+    load_before = _load()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-", dir=args.workdir))
+    try:
+        jsonl, lake = workdir / "runs.jsonl", workdir / "lake"
+        common: dict[str, Any] = {"jsonl": str(jsonl), "lake": str(lake)}
+        if args.rubric:
+            common["rubric"] = str(args.rubric.resolve())
+        results: dict[str, dict[str, Any]] = {}
+        ingested = args.n // args.replicate
+        plan: list[tuple[str, dict[str, Any]]] = [
+            ("generate", {"n": ingested, "seed": args.seed}),
+            ("polars_read", {}),
+            ("ingest", {}),
+            *([("replicate", {"copies": args.replicate})] if args.replicate > 1 else []),
+            ("duckdb_scan", {}),
+            ("rescore", {"engine": args.engine, "master": args.master}),
+            ("python_scorer", {"sample": min(args.sample, ingested)}),
+        ]
+        for stage, extra in plan:
+            console.print(f"[dim]bench: {stage} ...[/]", highlight=False)
+            results[stage] = run_stage(stage, {**common, **extra})
+            console.print(
+                f"[dim]bench: {stage} {results[stage]['seconds']:.2f} s, "
+                f"peak {results[stage]['peak_rss'] / GIB:.2f} GiB[/]",
+                highlight=False,
+            )
+        results["rescore"]["engine"] = args.engine
+        size = int(results["generate"]["bytes"])
+        meta = {
+            "n": args.n,
+            "seed": args.seed,
+            "sample": args.sample,
+            "engine": args.engine,
+            "jsonl_mb": size / MB,
+            "components": int(results["duckdb_scan"]["task_components"]),
+            "generate_seconds": results["generate"]["seconds"],
+            "command": "python -m bench.run "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
+            "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
+            f"{platform.python_version()}",
+            "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "total_seconds": time.perf_counter() - started,
+            "ingested": ingested,
+            "replicate": args.replicate,
+            "load_average": [load_before, _load()],
+        }
+        rows = build_rows(args.n, ingested, size, results)
+        print_table(console, rows, meta)
+        args.out.mkdir(parents=True, exist_ok=True)
+        suffix = "" if args.engine == "local" else f"-{args.engine}"
+        md_path = args.out / f"results-{args.n}{suffix}.md"
+        json_path = args.out / f"results-{args.n}{suffix}.json"
+        md_path.write_text(markdown(rows, meta))
+        json_path.write_text(
+            json.dumps(
+                {"meta": meta, "rows": [asdict(r) for r in rows], "stages": results}, indent=2
+            )
+            + "\n"
+        )
+        console.print(f"wrote {md_path} and {json_path}", highlight=False)
+    finally:
+        if args.keep:
+            console.print(f"kept {workdir}", highlight=False)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,274 @@
+"""The Spark engine: the same scoring, run by Apache Spark over the lake's Parquet.
+
+Spark reads the landed parts, nests each run's components and penalties (each
+report's findings) into one row, and ``mapInArrow`` hands every Arrow batch to
+the pure stages of ``pipeline.arrow_stages``, which call the very Polars
+functions the local engine calls. The scored rows are repartitioned by part and
+written with ``partitionBy("part")`` into a scratch folder, so each part's
+scores are one file; the driver then splits each file into the lake's score
+tables and writes them through the caller's ``Transaction``, to exactly the
+paths the local engine uses (``scores/<rubric_key>/<table>/<part>.parquet``).
+Until the transaction commits nothing is visible to the views; the scratch
+folder (``<lake>/_spark/``) is never globbed by them and is removed afterwards
+(or by the next Spark run, if a crash left it).
+
+On a cluster, the lake must be on storage every executor and the driver see at
+the same path (see the README); PySpark is an optional extra
+(``pip install .[spark]``) and needs a JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from pipeline import arrow_stages as stages
+from pipeline import lake as lk
+from pipeline.rubric import Rubric, parse_rubric
+
+PART = "part"
+SCRATCH = "_spark"
+APP_NAME = "agent-grades-scoring"
+# Runs per Arrow batch handed to a stage: Polars' fixed cost per call is paid
+# once per batch, so batches are larger than Spark's default of 10,000 rows.
+DEFAULT_BATCH_ROWS = 100_000
+# Spark's default of 200 shuffle partitions is for clusters; on one machine each
+# is a task with a fixed cost, for a few parts.
+LOCAL_SHUFFLE_PARTITIONS = 4
+
+TASK_TABLES = ("task_scores", "task_component_scores")
+SURFACE_TABLES = ("surface_scores", "surface_finding_scores", "surface_phase_scores")
+
+ArrowMapper = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def _spark_schema(schema: pl.Schema) -> StructType:
+    """The Spark type of a Polars schema, via the classic (non-large) Arrow types."""
+    arrow = pl.DataFrame(schema=schema).to_arrow(compat_level=stages.COMPAT).schema
+    small = pa.schema([_small_field(field) for field in arrow])
+    result: StructType = from_arrow_schema(small, prefer_timestamp_ntz=False)
+    return result
+
+
+def _small_type(dtype: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(dtype):
+        return pa.string()
+    if pa.types.is_large_list(dtype) or pa.types.is_list(dtype):
+        return pa.list_(_small_field(dtype.value_field))
+    if pa.types.is_struct(dtype):
+        return pa.struct([_small_field(dtype.field(i)) for i in range(dtype.num_fields)])
+    return dtype
+
+
+def _small_field(field: pa.Field) -> pa.Field:
+    return pa.field(field.name, _small_type(field.type), nullable=True)
+
+
+def _rubric_document(rubric: Rubric) -> dict[str, Any]:
+    # A plain document crosses to the Python workers; the rubric is rebuilt there.
+    return {"rubric_id": rubric.rubric_id, **rubric.resolved}
+
+
+def _mapper(
+    stage: Callable[[pa.Table, Rubric, tuple[str, ...]], pa.Table],
+    rubric_document: dict[str, Any],
+    output: StructType,
+) -> ArrowMapper:
+    """What mapInArrow runs on an executor: every batch through one pure stage."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rubric = parse_rubric(rubric_document)
+        arrow_output = to_arrow_schema(output)
+        for batch in batches:
+            scored = stage(pa.Table.from_batches([batch]), rubric, (PART,))
+            yield from scored.cast(arrow_output).to_batches()
+
+    return run
+
+
+def _files(lake: Path, table: str, parts: list[str]) -> list[str]:
+    directory = lk.table_dir(lake, table)
+    # file:// URIs: on a cluster whose default filesystem is HDFS, a bare path would
+    # name a different file; the lake is a POSIX path every node mounts.
+    return [p.resolve().as_uri() for part in parts if (p := directory / f"{part}.parquet").exists()]
+
+
+def _with_part(frame: DataFrame) -> DataFrame:
+    """The landed part a row came from: its file's stem (Spark's hidden file metadata)."""
+    return frame.withColumn(PART, F.regexp_replace(F.col("_metadata.file_name"), r"\.parquet$", ""))
+
+
+def _nested(
+    spark: SparkSession, files: list[str], column: str, fields: tuple[str, ...]
+) -> DataFrame | None:
+    if not files:
+        return None
+    children = spark.read.parquet(*files).select("run_id", *fields)
+    return children.groupBy("run_id").agg(
+        F.collect_list(F.struct(*[F.col(f) for f in fields])).alias(column)
+    )
+
+
+def _empty_list(spark: SparkSession, schema: StructType, column: str) -> Any:
+    return F.lit(None).cast(schema[column].dataType)
+
+
+def _task_input(spark: SparkSession, lake: Path, parts: list[str]) -> DataFrame | None:
+    run_files = _files(lake, "task_runs", parts)
+    if not run_files:
+        return None
+    schema = _spark_schema(stages.task_input_schema(pl.Schema({PART: pl.String})))
+    runs = _with_part(spark.read.parquet(*run_files)).select(*stages.TASK_RUN_COLUMNS, PART)
+    for column, table, fields in (
+        (stages.COMPONENTS, "task_components", stages.TASK_COMPONENT_FIELDS),
+        (stages.PENALTIES, "task_penalties", stages.TASK_PENALTY_FIELDS),
+    ):
+        nested = _nested(spark, _files(lake, table, parts), column, fields)
+        runs = (
+            runs.join(nested, on="run_id", how="left")
+            if nested is not None
+            else runs.withColumn(column, _empty_list(spark, schema, column))
+        )
+    return runs.select(*schema.fieldNames())
+
+
+def _surface_input(spark: SparkSession, lake: Path, parts: list[str]) -> DataFrame | None:
+    run_files = _files(lake, "surface_runs", parts)
+    if not run_files:
+        return None
+    schema = _spark_schema(stages.surface_input_schema(pl.Schema({PART: pl.String})))
+    runs = _with_part(spark.read.parquet(*run_files)).select(*stages.SURFACE_RUN_COLUMNS, PART)
+    nested = _nested(
+        spark,
+        _files(lake, "surface_findings", parts),
+        stages.FINDINGS,
+        stages.SURFACE_FINDING_FIELDS,
+    )
+    runs = (
+        runs.join(nested, on="run_id", how="left")
+        if nested is not None
+        else runs.withColumn(stages.FINDINGS, _empty_list(spark, schema, stages.FINDINGS))
+    )
+    return runs.select(*schema.fieldNames())
+
+
+def _score_to_scratch(
+    frame: DataFrame,
+    stage: Callable[[pa.Table, Rubric, tuple[str, ...]], pa.Table],
+    output_schema: pl.Schema,
+    rubric: Rubric,
+    target: Path,
+) -> None:
+    output = _spark_schema(output_schema)
+    scored = frame.repartition(PART).mapInArrow(
+        _mapper(stage, _rubric_document(rubric), output), output
+    )
+    # One partition per part (repartition by part) and partitionBy: one file per part.
+    scored.write.mode("overwrite").partitionBy(PART).parquet(target.resolve().as_uri())
+
+
+def _part_files(scratch: Path, part: str) -> list[Path]:
+    return sorted((scratch / f"{PART}={part}").glob("*.parquet"))
+
+
+@contextmanager
+def _session(master: str, spark: SparkSession | None) -> Iterator[SparkSession]:
+    """The caller's session, the active one, or a new one on ``master`` (stopped after)."""
+    active = spark or SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(APP_NAME)
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(DEFAULT_BATCH_ROWS))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if master.startswith("local"):
+        # Local workers run this interpreter (the venv with the pipeline installed)
+        # unless PYSPARK_PYTHON says otherwise; on a cluster the executors'
+        # environment decides (README: "Running on a cluster").
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+    session = builder.getOrCreate()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def score_with_spark(
+    lake: Path,
+    rubric: Rubric,
+    parts: list[str],
+    tx: lk.Transaction,
+    master: str = "local[2]",
+    *,
+    spark: SparkSession | None = None,
+) -> dict[str, int]:
+    """Score ``parts`` under ``rubric`` on Spark; write every score table of every part
+    through ``tx``, where the local engine would; return row counts per table.
+
+    The caller holds the lake's lock (as around ``jobs.score_locked``); ``tx``
+    commits or aborts the result as one unit.
+    """
+    counts = dict.fromkeys((*TASK_TABLES, *SURFACE_TABLES), 0)
+    if not parts:
+        return counts
+    root = lake / SCRATCH
+    # We hold the lock, so anything here is a dead run's leftover.
+    shutil.rmtree(root, ignore_errors=True)
+    scratch = root / tx.stage.name
+    try:
+        with _session(master, spark) as session:
+            tasks = _task_input(session, lake, parts)
+            if tasks is not None:
+                _score_to_scratch(
+                    tasks,
+                    stages.score_task_batch,
+                    stages.task_output_schema(pl.Schema({PART: pl.String})),
+                    rubric,
+                    scratch / "tasks",
+                )
+            surfaces = _surface_input(session, lake, parts)
+            if surfaces is not None:
+                _score_to_scratch(
+                    surfaces,
+                    stages.score_surface_batch,
+                    stages.surface_output_schema(pl.Schema({PART: pl.String})),
+                    rubric,
+                    scratch / "surfaces",
+                )
+        families = (
+            ("task_runs", "tasks", TASK_TABLES, stages.unnest_task_scores),
+            ("surface_runs", "surfaces", SURFACE_TABLES, stages.unnest_surface_scores),
+        )
+        for part in parts:
+            # As the local engine: a part gets the score files of the families it holds
+            # (a landed part whose runs all scored nothing still gets empty files).
+            for runs_table, kind, names, unnest in families:
+                if not (lk.table_dir(lake, runs_table) / f"{part}.parquet").exists():
+                    continue
+                files = _part_files(scratch / kind, part)
+                empty = stages.empty_tables()
+                tables = unnest(pl.read_parquet(files)) if files else empty
+                for name in names:
+                    frame = tables[name]
+                    tx.write(lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet", frame)
+                    counts[name] += frame.height
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return counts
