@@ -7,8 +7,11 @@ own weights are only used for ``*_as_graded``, to make a rescoring visible.
 
 The plan is joins and group_by aggregations only (no window functions, no
 ``collect``), so the caller can run it with ``collect(engine="streaming")``
-over tens of millions of component rows. Outputs are sorted by their keys so
-that rescoring the same input under the same rubric writes identical files.
+over tens of millions of component rows. Rows are keyed by integers standing for
+run_id and (run_id, component) (see "keys"), and every sum adds its terms in a
+fixed order, so both engines give the same bits on every run. Outputs are sorted
+by their keys so that rescoring the same input under the same rubric writes
+identical files.
 
 Decisions where CONTRACT is silent (also in the README):
 
@@ -26,7 +29,7 @@ Decisions where CONTRACT is silent (also in the README):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -256,13 +259,56 @@ def unknown_env_type_anomaly(env_type: pl.Expr, env_known: pl.Expr) -> pl.Expr:
     return anomaly(ANOMALY_UNKNOWN_ENV_TYPE, env_type, ~env_known)
 
 
+# --- keys -------------------------------------------------------------------------------------
+# Joins, group_bys and sorts on one integer column are several times cheaper than on
+# strings, and every string column a join carries is copied into its output. So run_id
+# is matched once, to number the runs, and component names once, to number them; the
+# rows carry the numbers, and the names come back only where they are shown.
+
+RUN_KEY = "run_key"
+COMPONENT_CODE = "component_code"
+ROW_KEY = "row_key"
+# A row key packs (run_key, component_code), two UInt32, into one UInt64.
+_ROW_KEY_SHIFT = pl.lit(1 << 32, dtype=pl.UInt64)
+
+
+def run_key(run_id: pl.Expr) -> pl.Expr:
+    """The run's rank among the distinct run_ids: equal run_ids share a key and keys
+    ascend with run_id, so joining or sorting on it is the same as on run_id."""
+    return run_id.rank("dense").cast(pl.UInt32)
+
+
+def row_key(run: pl.Expr, component_code: pl.Expr) -> pl.Expr:
+    """(run_key, component_code) as one UInt64, ordered like the pair: joining or sorting
+    on it is the same as on (run_id, component)."""
+    return run.cast(pl.UInt64) * _ROW_KEY_SHIFT + component_code.cast(pl.UInt64)
+
+
+def component_codes(components: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
+    """Every component name of the records or the rubric, numbered in sorted order (codes
+    ascend with the names)."""
+    names = pl.concat(
+        [components.select("component"), rubric_weights_frame(rubric).select("component")]
+    ).unique()
+    return names.sort("component").with_columns(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias(COMPONENT_CODE)
+    )
+
+
+def with_component_names(frame: pl.LazyFrame, codes: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` with the ``component`` name of its ``component_code``, in frame order."""
+    return frame.join(codes, on=COMPONENT_CODE, how="left", maintain_order="left")
+
+
 # --- frames -----------------------------------------------------------------------------------
 
 
 def run_context(runs: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
-    """The run columns scoring needs, with the env's gate and whether the rubric knows the env."""
+    """The run columns scoring needs, with the run's key, the env's gate and whether the
+    rubric knows the env."""
     return (
         runs.select(RUN_COLUMNS)
+        .with_columns(run_key(pl.col("run_id")).alias(RUN_KEY))
         .join(env_gates_frame(rubric), on="env_type", how="left")
         .with_columns(
             pl.col("env_known").fill_null(False),
@@ -271,62 +317,71 @@ def run_context(runs: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
     )
 
 
-_UNION_KEYS = ["run_id", "env_type", "component"]
 _SIZES = ["minimization_final_size", "minimization_minimal_size"]
 
 
-def component_union(
-    context: pl.LazyFrame, components: pl.LazyFrame, rubric: Rubric
+def scored_components(
+    context: pl.LazyFrame, components: pl.LazyFrame, codes: pl.LazyFrame, rubric: Rubric
 ) -> pl.LazyFrame:
-    """Per run, the union of the record's components and the rubric's for its env type.
+    """Per run, the union of the record's components and the rubric's for its env type,
+    with rescored subscores, before gating; keyed by ``row_key``, names left out.
 
     CONTRACT 4: "A rubric component missing from the record counts as subscore 0; a
-    record component missing from the rubric gets weight 0". The raw minimization
-    sizes ride along on both sides so no second join with the runs is needed.
+    record component missing from the rubric gets weight 0". Each side is rescored while
+    it still has the component name and the run's minimization sizes; a row on both
+    sides takes the record's subscore (the rubric side has no stored subscore).
     Components whose run_id is not in the runs are left out: ingest lands a run and
     its components together.
     """
-    keys = context.select("run_id", "env_type", *_SIZES)
-    recorded = components.select(COMPONENT_COLUMNS).join(keys, on="run_id", how="inner")
-    weighed = keys.join(rubric_weights_frame(rubric), on="env_type", how="inner")
-    return (
-        recorded.with_columns(pl.lit(True).alias("in_record"))
-        .join(
-            weighed.with_columns(pl.lit(True).alias("in_rubric")),
-            on=_UNION_KEYS,
-            how="full",
-            coalesce=True,
-        )
-        .with_columns(
-            *(pl.coalesce(size, f"{size}_right").alias(size) for size in _SIZES),
-            pl.col("in_record").fill_null(False),
-            pl.col("in_rubric").fill_null(False),
-            pl.col("is_gate").fill_null(False),
-            pl.col("weight").fill_null(0.0),
-        )
-    )
+    keys = context.select(RUN_KEY, "run_id", "env_type", *_SIZES)
 
-
-def scored_components(
-    context: pl.LazyFrame, components: pl.LazyFrame, rubric: Rubric
-) -> pl.LazyFrame:
-    """Component rows with rescored subscores, before gating."""
-    return component_union(context, components, rubric).select(
-        "run_id",
-        "component",
-        rescored_subscore(
+    def rescored(stored_subscore: pl.Expr) -> pl.Expr:
+        return rescored_subscore(
             pl.col("component"),
-            pl.col("stored_subscore"),
+            stored_subscore,
             pl.col("minimization_final_size"),
             pl.col("minimization_minimal_size"),
             rubric.task.minimization_multiple,
-        ).alias("subscore"),
-        "stored_subscore",
+        ).alias("subscore")
+
+    keyed = row_key(pl.col(RUN_KEY), pl.col(COMPONENT_CODE)).alias(ROW_KEY)
+    recorded = (
+        components.select(COMPONENT_COLUMNS)
+        .join(keys, on="run_id", how="inner")
+        .join(codes, on="component", how="left", nulls_equal=True)
+        .select(
+            keyed,
+            RUN_KEY,
+            COMPONENT_CODE,
+            rescored(pl.col("stored_subscore")),
+            "stored_subscore",
+            pl.col("record_weight").alias("weight_as_graded"),
+            pl.lit(True).alias("in_record"),
+        )
+    )
+    # The rubric's few rows get their codes before they meet the runs.
+    rubric_rows = rubric_weights_frame(rubric).join(codes, on="component", how="left")
+    weighed = keys.join(rubric_rows, on="env_type", how="inner").select(
+        keyed,
+        RUN_KEY,
+        COMPONENT_CODE,
+        rescored(pl.lit(None, dtype=pl.Float64)),
         "weight",
-        pl.col("record_weight").alias("weight_as_graded"),
         "is_gate",
-        "in_record",
-        "in_rubric",
+        pl.lit(True).alias("in_rubric"),
+    )
+    return recorded.join(weighed, on=ROW_KEY, how="full", coalesce=True).select(
+        ROW_KEY,
+        *(
+            pl.coalesce(column, f"{column}_right").alias(column)
+            for column in (RUN_KEY, COMPONENT_CODE, "subscore")
+        ),
+        "stored_subscore",
+        pl.col("weight").fill_null(0.0),
+        "weight_as_graded",
+        pl.col("is_gate").fill_null(False),
+        pl.col("in_record").fill_null(False),
+        pl.col("in_rubric").fill_null(False),
     )
 
 
@@ -339,16 +394,46 @@ def gate_decisions(context: pl.LazyFrame, gate_subscore: str, stored: str) -> pl
     )
 
 
-def component_scores(rescored: pl.LazyFrame, context: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
-    """TaskComponentScore rows: each component gated or not, and what it contributed."""
+def rubric_term(subscore: pl.Expr, weight: pl.Expr) -> pl.Expr:
+    """CONTRACT 4: "weighted = Σ subscore × rubric weight": one term, before gating."""
+    return subscore * weight
+
+
+def graded_term(stored_subscore: pl.Expr, weight_as_graded: pl.Expr) -> pl.Expr:
+    """CONTRACT 4: score_as_graded uses "the record's own weights and stored subscores":
+    one term, before gating (a missing side counts as 0)."""
+    return stored_subscore.fill_null(0.0) * weight_as_graded.fill_null(0.0)
+
+
+def run_gates(context: pl.LazyFrame, rescored: pl.LazyFrame) -> pl.LazyFrame:
+    """The context with each run's gate row (subscores and terms) and gate decisions.
+
+    A run has at most one gate row: its env names one gate and a record names each
+    component once (TaskComponent is unique on run_id, component). So the gate row is
+    found by a filter and one join on the run key, for both outputs.
+    """
     gates = rescored.filter(pl.col("is_gate")).select(
-        "run_id",
+        RUN_KEY,
         pl.col("subscore").alias("gate_subscore"),
         pl.col("stored_subscore").alias("gate_stored_subscore"),
+        rubric_term(pl.col("subscore"), pl.col("weight")).alias("gate_term"),
+        graded_term(pl.col("stored_subscore"), pl.col("weight_as_graded")).alias(
+            "gate_term_as_graded"
+        ),
     )
-    gate_flags = gate_decisions(
-        context.join(gates, on="run_id", how="left"), "gate_subscore", "gate_stored_subscore"
-    ).select("run_id", "has_gate", "gate_ok", "stored_gate_ok", "env_internal_failure")
+    return gate_decisions(
+        context.join(gates, on=RUN_KEY, how="left"), "gate_subscore", "gate_stored_subscore"
+    )
+
+
+def component_scores(
+    rescored: pl.LazyFrame, gates: pl.LazyFrame, codes: pl.LazyFrame, rubric: Rubric
+) -> pl.LazyFrame:
+    """TaskComponentScore rows, sorted by run_id and component: each component gated or
+    not, and what it contributed; ``gates`` is ``run_gates``."""
+    gate_flags = gates.select(
+        RUN_KEY, "run_id", "has_gate", "gate_ok", "stored_gate_ok", "env_internal_failure"
+    )
     scored = ~pl.col("env_internal_failure")
     # A grader error has no gate decision to report: nothing of it is gated out.
     gated_out = scored & component_gated_out(
@@ -357,13 +442,14 @@ def component_scores(rescored: pl.LazyFrame, context: pl.LazyFrame, rubric: Rubr
     gated_out_as_graded = component_gated_out(
         pl.col("is_gate"), pl.col("has_gate"), pl.col("stored_gate_ok")
     )
-    return (
-        rescored.join(gate_flags, on="run_id", how="left")
+    scored_rows = (
+        rescored.join(gate_flags, on=RUN_KEY, how="left")
         .with_columns(gated_out.alias("gated_out"))
         .select(
+            ROW_KEY,
+            COMPONENT_CODE,
             "run_id",
             pl.lit(rubric.rubric_id).alias("rubric_id"),
-            "component",
             "subscore",
             "stored_subscore",
             "weight",
@@ -388,46 +474,137 @@ def component_scores(rescored: pl.LazyFrame, context: pl.LazyFrame, rubric: Rubr
             .alias("contribution_as_graded"),
         )
     )
+    # The row key orders like (run_id, component), so the names are looked up after it.
+    return with_component_names(scored_rows.sort(ROW_KEY), codes).select(
+        "run_id", "rubric_id", "component", *_COMPONENT_SCORE_TAIL
+    )
+
+
+_COMPONENT_SCORE_TAIL = (
+    "subscore",
+    "stored_subscore",
+    "weight",
+    "weight_as_graded",
+    "is_gate",
+    "in_record",
+    "in_rubric",
+    "gated_out",
+    "contribution",
+    "contribution_as_graded",
+)
+
+
+# A compare-exchange network that sorts four values (Knuth, TAOCP vol. 3, 5.3.4).
+_SORT_FOUR = ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2))
+_NETWORK_WIDTH = 4
 
 
 def repeatable_sum(values: pl.Expr) -> pl.Expr:
-    """Σ of a group's values (nulls skipped, 0 when none), added in ascending order.
+    """Σ of a list's values (nulls skipped), added in ascending order.
 
     Float addition is not associative, and neither a hash join's output order nor a
     streaming group_by's arrival order is fixed: a plain ``sum`` can differ in the last
-    bit between two runs of the same plan. Sorting the few terms of each run first makes
-    a rescoring bit-for-bit repeatable (a plain ``sort().sum()`` would be optimised away).
+    bit between two runs of the same plan. Adding the few terms of each run in ascending
+    order makes a rescoring bit-for-bit repeatable. ``with_repeatable_sums`` computes the
+    same floats for whole columns, cheaply.
     """
-    return values.implode().list.sort().list.sum()
+    return values.list.sort().list.sum()
+
+
+def with_repeatable_sums(frame: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
+    """Each list column of ``columns`` replaced by its ``repeatable_sum``, bit for bit.
+
+    Sorting 200k short lists one by one costs more than everything else in the totals,
+    so only the lists that need it are sorted:
+
+    - two terms or fewer need no order (a + b == b + a);
+    - nor do terms that are all zeros (their sum is a zero in any order);
+    - three or four terms, without nulls or NaN, are put in order by a sorting network
+      of min/max over their elements, one column per element (a three-term list gets
+      +inf as its fourth). Each min or max returns one of its inputs, so the order is the
+      sort's and the sum the same float; min and max may both return the same one of
+      0.0 and -0.0, but swapping the signs of zero terms can only change a zero sum,
+      and one with a nonzero term is +0.0 either way.
+
+    The rest (longer lists, or with nulls or NaN, where min/max and sorting disagree)
+    are sorted. Only the sign of a zero sum may differ, and only with -0.0 terms or an
+    empty list: ``list.sum`` itself starts from -0.0 or 0.0 depending on whether the
+    column holds nulls anywhere, so that sign was never a property of the run.
+    """
+    width = _NETWORK_WIDTH
+    slots = {column: [f"_{column}_{index}" for index in range(width)] for column in columns}
+    staged: list[pl.Expr] = []
+    for column, names in slots.items():
+        values, length = pl.col(column), pl.col(column).list.len()
+        items = [values.list.get(index, null_on_oob=True) for index in range(width)]
+        pad = pl.when(length == width - 1).then(pl.lit(float("inf"))).otherwise(items[-1])
+        staged += [item.alias(name) for item, name in zip([*items[:-1], pad], names, strict=True)]
+        in_any_order = (length <= 2) | ((values.list.min() == 0.0) & (values.list.max() == 0.0))
+        networked = (
+            length.is_between(width - 1, width)
+            & pl.all_horizontal(item.is_not_null() for item in items[:-1])
+            & ((length == width - 1) | items[-1].is_not_null())
+            & ~values.list.sum().is_nan()
+        )
+        staged += [
+            in_any_order.fill_null(False).alias(f"_{column}_any_order"),
+            networked.alias(f"_{column}_networked"),
+        ]
+    frame = frame.with_columns(staged)
+    for low, high in _SORT_FOUR:
+        frame = frame.with_columns(
+            exchanged
+            for names in slots.values()
+            for exchanged in (
+                pl.min_horizontal(names[low], names[high]).alias(names[low]),
+                pl.max_horizontal(names[low], names[high]).alias(names[high]),
+            )
+        )
+    sums: list[pl.Expr] = []
+    flags: list[str] = []
+    for column, names in slots.items():
+        values, length = pl.col(column), pl.col(column).list.len()
+        any_order, networked = pl.col(f"_{column}_any_order"), pl.col(f"_{column}_networked")
+        first, second, third, fourth = (pl.col(name) for name in names)
+        # x + -0.0 == x for every float x: a three-term list adds nothing as its fourth.
+        last = pl.when(length == width).then(fourth).otherwise(pl.lit(-0.0))
+        sums.append(
+            pl.when(any_order)
+            .then(values.list.sum())
+            .when(networked)
+            .then(((first + second) + third) + last)
+            .otherwise(repeatable_sum(pl.when(~any_order & ~networked).then(values)))
+            .alias(column)
+        )
+        flags += [f"_{column}_any_order", f"_{column}_networked"]
+    temporary = [name for names in slots.values() for name in names]
+    return frame.with_columns(sums).drop(*temporary, *flags)
 
 
 def component_totals(rescored: pl.LazyFrame) -> pl.LazyFrame:
-    """Per run, from the rows before gating: the gate's subscores, the gate's term and the
-    sum of the other terms (so gating is applied per run, without joining the gate back
-    onto every row), and what the run-level anomalies need."""
-    gate = pl.col("is_gate")
-    term = pl.col("subscore") * pl.col("weight")
-    term_as_graded = pl.col("stored_subscore").fill_null(0.0) * pl.col(
-        "weight_as_graded"
-    ).fill_null(0.0)
-    other_nonzero = ~gate & (pl.col("stored_subscore") > 0.0)
-    return rescored.group_by("run_id").agg(
-        pl.col("subscore").filter(gate).first().alias("gate_subscore"),
-        pl.col("stored_subscore").filter(gate).first().alias("gate_stored_subscore"),
-        term.filter(gate).first().alias("gate_term"),
-        repeatable_sum(term.filter(~gate)).alias("other_terms"),
-        term_as_graded.filter(gate).first().alias("gate_term_as_graded"),
-        repeatable_sum(term_as_graded.filter(~gate)).alias("other_terms_as_graded"),
-        repeatable_sum(pl.col("weight_as_graded")).alias("record_weight_sum"),
-        # Sorted and joined per run later, on lists: far cheaper than inside the group_by.
-        pl.col("component").filter(other_nonzero).alias("nonzero_others"),
-        pl.col("stored_subscore")
-        .filter(pl.col("component") == AUDIT_COMPONENT)
-        .first()
-        .alias("audit_stored_subscore"),
-        component_anomaly(pl.col("component"), pl.col("in_record"), pl.col("in_rubric"))
-        .drop_nulls()
-        .alias("component_anomalies"),
+    """Per run, from the rows before gating: the sum of the terms other than the gate's (so
+    gating is applied per run, without joining the gate back onto every row), as rescored
+    and as graded, and the sum of the record's weights."""
+    others = ~pl.col("is_gate")
+    sums = ["other_terms", "other_terms_as_graded", "record_weight_sum"]
+    return (
+        rescored.group_by(RUN_KEY)
+        .agg(
+            rubric_term(pl.col("subscore"), pl.col("weight")).filter(others).alias("other_terms"),
+            graded_term(pl.col("stored_subscore"), pl.col("weight_as_graded"))
+            .filter(others)
+            .alias("other_terms_as_graded"),
+            pl.col("weight_as_graded").alias("record_weight_sum"),
+        )
+        .pipe(with_repeatable_sums, sums)
+    )
+
+
+def audit_subscores(rescored: pl.LazyFrame, codes: pl.LazyFrame) -> pl.LazyFrame:
+    """Per run, the stored subscore of its ``audit`` component (at most one per run)."""
+    audit = codes.filter(pl.col("component") == AUDIT_COMPONENT).select(COMPONENT_CODE)
+    return rescored.join(audit, on=COMPONENT_CODE, how="semi").select(
+        RUN_KEY, pl.col("stored_subscore").alias("audit_stored_subscore")
     )
 
 
@@ -442,16 +619,81 @@ def gated_weighted(
 
 def penalty_sums(penalties: pl.LazyFrame) -> pl.LazyFrame:
     """Per run, the sum of its stored penalties."""
-    return penalties.group_by("run_id").agg(repeatable_sum(pl.col("value")).alias("penalty_sum"))
+    return (
+        penalties.group_by("run_id")
+        .agg(pl.col("value").alias("penalty_sum"))
+        .pipe(with_repeatable_sums, ["penalty_sum"])
+    )
+
+
+def anomaly_lists(
+    runs: pl.LazyFrame,
+    rescored: pl.LazyFrame,
+    codes: pl.LazyFrame,
+    run_anomalies: Iterable[pl.Expr],
+) -> pl.LazyFrame:
+    """Per run with any anomaly, its sorted list of anomaly strings.
+
+    Anomalies are rare, so each is made a row only where it occurs, and the rows are
+    gathered per run: building and sorting a list for every run cost more than all the
+    arithmetic. ``runs`` holds the run-level columns that ``run_anomalies`` (each null
+    where its anomaly does not hold) and the gate decisions need.
+    """
+    anomaly = pl.col("anomaly")
+    run_level = [
+        runs.select(RUN_KEY, expression.alias("anomaly")).filter(anomaly.is_not_null())
+        for expression in run_anomalies
+    ]
+    # Only a run whose gate failed as graded can have this one: the filter and join keep
+    # the lists to those runs.
+    failed_gates = runs.filter(pl.col("has_gate") & ~pl.col("stored_gate_ok")).select(
+        RUN_KEY, "has_gate", "stored_gate_ok"
+    )
+    gate_failed_with_nonzero = (
+        rescored.filter(~pl.col("is_gate") & (pl.col("stored_subscore") > 0.0))
+        .join(failed_gates, on=RUN_KEY, how="inner")
+        .pipe(with_component_names, codes)
+        .group_by(RUN_KEY)
+        .agg(
+            pl.col("component").alias("nonzero_others"),
+            pl.col("has_gate").first(),
+            pl.col("stored_gate_ok").first(),
+        )
+        .select(
+            RUN_KEY,
+            gate_failed_with_nonzero_anomaly(
+                pl.col("has_gate"), pl.col("stored_gate_ok"), pl.col("nonzero_others")
+            ).alias("anomaly"),
+        )
+        .filter(anomaly.is_not_null())
+    )
+    component_level = (
+        rescored.filter(~pl.col("in_rubric") | ~pl.col("in_record"))
+        .pipe(with_component_names, codes)
+        .select(
+            RUN_KEY,
+            component_anomaly(pl.col("component"), pl.col("in_record"), pl.col("in_rubric")).alias(
+                "anomaly"
+            ),
+        )
+    )
+    return (
+        pl.concat([*run_level, gate_failed_with_nonzero, component_level])
+        .group_by(RUN_KEY)
+        .agg(anomaly.alias("anomalies"))
+        .with_columns(pl.col("anomalies").list.sort())
+    )
 
 
 def run_scores(
-    context: pl.LazyFrame,
-    totals: pl.LazyFrame,
+    gates: pl.LazyFrame,
+    rescored: pl.LazyFrame,
+    codes: pl.LazyFrame,
     penalties: pl.LazyFrame,
     rubric: Rubric,
 ) -> pl.LazyFrame:
-    """TaskScore rows: totals, gate, score, passed and anomalies per run."""
+    """TaskScore rows, sorted by run_id: totals, gate, score, passed and anomalies per run;
+    ``gates`` is ``run_gates``."""
     scored = ~pl.col("env_internal_failure")
     penalty = pl.col("penalty_total")
 
@@ -459,12 +701,9 @@ def run_scores(
         # CONTRACT 4: a grader error has "no score, excluded from every rate and mean".
         return pl.when(scored).then(expr)
 
-    run_anomalies = pl.concat_list(
+    run_anomalies = [
         unknown_env_type_anomaly(pl.col("env_type"), pl.col("env_known")),
         weights_sum_anomaly(pl.col("record_weight_sum")),
-        gate_failed_with_nonzero_anomaly(
-            pl.col("has_gate"), pl.col("stored_gate_ok"), pl.col("nonzero_others")
-        ),
         non_binary_gate_anomaly(pl.col("has_gate"), pl.col("gate_stored_subscore")),
         audit_mismatch_anomaly(
             pl.col("env_type"),
@@ -472,13 +711,17 @@ def run_scores(
             pl.col("audit_recall"),
             pl.col("audit_precision"),
         ),
-        pl.col("component_anomalies").fill_null(_EMPTY_ANOMALIES),
-    )
-    with_totals = context.join(totals, on="run_id", how="left").join(
-        penalty_sums(penalties), on="run_id", how="left"
+    ]
+    with_totals = (
+        gates.join(component_totals(rescored), on=RUN_KEY, how="left")
+        .join(audit_subscores(rescored, codes), on=RUN_KEY, how="left")
+        .join(penalty_sums(penalties), on="run_id", how="left")
+        .cache()
     )
     return (
-        gate_decisions(with_totals, "gate_subscore", "gate_stored_subscore")
+        with_totals.join(
+            anomaly_lists(with_totals, rescored, codes, run_anomalies), on=RUN_KEY, how="left"
+        )
         .with_columns(
             when_scored(
                 gated_weighted(
@@ -507,6 +750,7 @@ def run_scores(
             ),
         )
         .select(
+            RUN_KEY,
             "run_id",
             pl.lit(rubric.rubric_id).alias("rubric_id"),
             pl.when(pl.col("env_internal_failure"))
@@ -529,8 +773,10 @@ def run_scores(
                     rubric.task.failure_threshold,
                 )
             ).alias("passed"),
-            run_anomalies.list.drop_nulls().list.sort().alias("anomalies"),
+            pl.col("anomalies").fill_null(_EMPTY_ANOMALIES),
         )
+        .sort(RUN_KEY)
+        .drop(RUN_KEY)
     )
 
 
@@ -548,12 +794,13 @@ def score_tasks(
     _require_columns(runs, "runs", RUN_COLUMNS)
     _require_columns(components, "components", COMPONENT_COLUMNS)
     _require_columns(penalties, "penalties", PENALTY_COLUMNS)
-    context = run_context(runs, rubric)
-    rescored = scored_components(context, components, rubric)
-    run_rows = run_scores(
-        context, component_totals(rescored), penalties.select(PENALTY_COLUMNS), rubric
-    )
+    # Each of these feeds several branches that read different columns, which hides the
+    # common subplans from the optimiser: cached explicitly, each is computed once.
+    context = run_context(runs, rubric).cache()
+    codes = component_codes(components, rubric).cache()
+    rescored = scored_components(context, components, codes, rubric).cache()
+    gates = run_gates(context, rescored).cache()
     return TaskScoring(
-        runs=run_rows.sort("run_id"),
-        components=component_scores(rescored, context, rubric).sort("run_id", "component"),
+        runs=run_scores(gates, rescored, codes, penalties.select(PENALTY_COLUMNS), rubric),
+        components=component_scores(rescored, gates, codes, rubric),
     )
