@@ -30,6 +30,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.simulate import ENV_TYPES
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "bench" / "out"
 MIN_N, MAX_N = 10_000, 10_000_000
@@ -112,7 +114,8 @@ def build_rows(
         ),
         Row(
             "bare read",
-            "pl.read_ndjson" + ("" if ingested == n else f", {ingested:,} runs"),
+            ("pl.scan_ndjson, batches" if read.get("batched") else "pl.read_ndjson")
+            + ("" if ingested == n else f", {ingested:,} runs"),
             read["seconds"],
             _rate(mb, read["seconds"]),
             _rate(ingested, read["seconds"]),
@@ -188,7 +191,8 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
     )
     lines = [
         f"### N = {meta['n']:,} task runs ({meta['jsonl_mb']:.1f} MB of JSON Lines read, "
-        f"{meta['components']:,} component rows scored{ingested})",
+        f"{meta['components']:,} component rows scored{ingested}; env types "
+        f"{', '.join(meta['env_types'])})",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|"
@@ -243,6 +247,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="generate and ingest N/K runs, then copy the landed parts K times "
         "(scan, rescore and Python scorer see N runs; ingest and bare read N/K)",
     )
+    parser.add_argument(
+        "--envs",
+        default=",".join(ENV_TYPES),
+        help="env types of the generated runs, in turn (default all four: 3.25 component "
+        "rows per run; exploit,detect,patch: 4)",
+    )
     parser.add_argument("--rubric", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temp dir")
     parser.add_argument("--keep", action="store_true", help="keep the generated files and lake")
@@ -252,6 +262,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--n {args.n}: expected {MIN_N:,} to {MAX_N:,}")
     if args.replicate < 1 or args.n % args.replicate:
         parser.error(f"--replicate {args.replicate}: expected a divisor of --n {args.n}")
+    args.env_types = [env for env in args.envs.split(",") if env]
+    unknown = sorted(set(args.env_types) - set(ENV_TYPES))
+    if unknown or not args.env_types:
+        parser.error(f"--envs {args.envs}: expected some of {','.join(ENV_TYPES)}")
     if args.sample < 1:
         parser.error(f"--sample {args.sample}: expected at least 1")
     return args
@@ -272,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, dict[str, Any]] = {}
         ingested = args.n // args.replicate
         plan: list[tuple[str, dict[str, Any]]] = [
-            ("generate", {"n": ingested, "seed": args.seed}),
+            ("generate", {"n": ingested, "seed": args.seed, "env_types": args.env_types}),
             ("polars_read", {}),
             ("ingest", {}),
             *([("replicate", {"copies": args.replicate})] if args.replicate > 1 else []),
@@ -306,12 +320,15 @@ def main(argv: list[str] | None = None) -> int:
             "total_seconds": time.perf_counter() - started,
             "ingested": ingested,
             "replicate": args.replicate,
+            "env_types": args.env_types,
             "load_average": [load_before, _load()],
         }
         rows = build_rows(args.n, ingested, size, results)
         print_table(console, rows, meta)
         args.out.mkdir(parents=True, exist_ok=True)
         suffix = "" if args.engine == "local" else f"-{args.engine}"
+        if args.env_types != list(ENV_TYPES):
+            suffix += "-" + "-".join(args.env_types)
         md_path = args.out / f"results-{args.n}{suffix}.md"
         json_path = args.out / f"results-{args.n}{suffix}.json"
         md_path.write_text(markdown(rows, meta))

@@ -29,6 +29,8 @@ from pipeline.rubric import Rubric, load_rubric, parse_rubric
 # Generating 10 million records in one frame would itself need ~20 GiB: the
 # file is written in slices of this many runs, each with its own seed.
 GENERATE_SLICE_RUNS = 1_000_000
+# Above this, the bare read goes in batches (see polars_read).
+BATCHED_READ_BYTES = 2 * 1024**3
 SCAN_SQL = Path(__file__).resolve().parent / "scan_columns.sql"
 # The landed tables and columns score_tasks reads: the bare scan reads exactly these.
 SCANNED_COLUMNS = {
@@ -57,11 +59,12 @@ def _rubric(params: dict[str, Any]) -> Rubric:
 def generate(params: dict[str, Any]) -> dict[str, Any]:
     """N valid task records as JSON Lines, written slice by slice (bounded memory)."""
     n, seed, path = int(params["n"]), int(params["seed"]), Path(params["jsonl"])
+    env_types = tuple(params.get("env_types", sim.ENV_TYPES))
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as out:
         for index, start in enumerate(range(0, n, GENERATE_SLICE_RUNS)):
             size = min(GENERATE_SLICE_RUNS, n - start)
-            flat = sim.generate_task_frame(size, seed + index)
+            flat = sim.generate_task_frame(size, seed + index, env_types)
             # Run ids repeat across slices (they name agent, version, problem,
             # trial): a slice prefix keeps every run id unique.
             flat = flat.with_columns(
@@ -73,9 +76,17 @@ def generate(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def polars_read(params: dict[str, Any]) -> dict[str, Any]:
-    """Polars' bare ``read_ndjson`` of the same file: the floor for ingest."""
-    frame = pl.read_ndjson(Path(params["jsonl"]))
-    return {"rows": frame.height}
+    """Polars' bare ``read_ndjson`` of the same file: the floor for ingest.
+
+    A file over ``BATCHED_READ_BYTES`` is read by the same reader in batches
+    (``scan_ndjson(...).collect_batches()``, every column parsed), each dropped
+    when counted: read whole, 10 million runs would need ~19 GiB.
+    """
+    path = Path(params["jsonl"])
+    if path.stat().st_size <= BATCHED_READ_BYTES:
+        return {"rows": pl.read_ndjson(path).height, "batched": False}
+    rows = sum(batch.height for batch in pl.scan_ndjson(path).collect_batches())
+    return {"rows": rows, "batched": True}
 
 
 def ingest(params: dict[str, Any]) -> dict[str, Any]:

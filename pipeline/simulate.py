@@ -1723,13 +1723,15 @@ def _pick(options: Sequence[str], index: Ints) -> pl.Series:
     return pl.Series(list(options), dtype=pl.String).gather(pl.Series(index))
 
 
-def _bulk_problems(per_env: int, rng: np.random.Generator) -> pl.DataFrame:
-    """``per_env`` problems of every env type, in env-major order."""
-    k = np.tile(np.arange(per_env, dtype=np.int64), len(ENV_TYPES))
-    env_index = np.repeat(np.arange(len(ENV_TYPES), dtype=np.int64), per_env)
+def _bulk_problems(
+    per_env: int, rng: np.random.Generator, env_types: Sequence[str] = ENV_TYPES
+) -> pl.DataFrame:
+    """``per_env`` problems of every env type of ``env_types``, in env-major order."""
+    k = np.tile(np.arange(per_env, dtype=np.int64), len(env_types))
+    env_index = np.repeat(np.arange(len(env_types), dtype=np.int64), per_env)
     frame = pl.DataFrame(
         {
-            "env_type": _pick(ENV_TYPES, env_index),
+            "env_type": _pick(env_types, env_index),
             "project": _pick(PROJECTS, k % len(PROJECTS)),
             "k": k,
             "difficulty": rng.uniform(-0.15, 0.15, k.size),
@@ -1748,19 +1750,20 @@ def _bulk_problems(per_env: int, rng: np.random.Generator) -> pl.DataFrame:
     return frame.with_columns(known.alias("known_ids"))
 
 
-def _bulk_base(n: int, seed: int) -> pl.DataFrame:
-    """Driver columns for ``n`` runs: row i is env i % 4, then problem, then
-    (agent, version), then trial, so every (run_id) is unique."""
+def _bulk_base(n: int, seed: int, env_types: Sequence[str]) -> pl.DataFrame:
+    """Driver columns for ``n`` runs: row i is env i % len(env_types), then problem,
+    then (agent, version), then trial, so every (run_id) is unique."""
     rng = np.random.default_rng([seed, 3])
-    per_env = max(1, -(-n // (len(ENV_TYPES) * BULK_ATTEMPTS_PER_PROBLEM)))
-    problems = _bulk_problems(per_env, rng)
+    envs = len(env_types)
+    per_env = max(1, -(-n // (envs * BULK_ATTEMPTS_PER_PROBLEM)))
+    problems = _bulk_problems(per_env, rng, env_types)
     i = np.arange(n, dtype=np.int64)
-    env_index, slot = i % len(ENV_TYPES), i // len(ENV_TYPES)
+    env_index, slot = i % envs, i // envs
     combos = len(BULK_AGENTS) * len(BULK_VERSIONS)
     problem = slot % per_env
     combo = (slot // per_env) % combos
     agent_index, version_index = combo // len(BULK_VERSIONS), combo % len(BULK_VERSIONS)
-    skills = rng.uniform(0.3, 0.85, (len(BULK_AGENTS), len(BULK_VERSIONS), len(ENV_TYPES)))
+    skills = rng.uniform(0.3, 0.85, (len(BULK_AGENTS), len(BULK_VERSIONS), envs))
     runs = problems[env_index * per_env + problem].with_columns(
         pl.Series("agent", _pick(BULK_AGENTS, agent_index)),
         pl.Series("agent_version", _pick(BULK_VERSIONS, version_index)),
@@ -1783,16 +1786,21 @@ def _bulk_base(n: int, seed: int) -> pl.DataFrame:
 _CRN_NAMES = ("gate_u", "quality_u", "recall_u", "dup_u", "nc_u")
 
 
-def generate_task_frame(n: int, seed: int) -> pl.DataFrame:
+def generate_task_frame(n: int, seed: int, env_types: Sequence[str] = ENV_TYPES) -> pl.DataFrame:
     """``n`` valid contract records as one flat frame: dotted column names
     (``grade.subscores.pov_quality``), null meaning the key is absent.
 
-    Three agents x two versions, every env type, penalties, minimization sizes
-    and audit metadata; ``write_flat_ndjson`` turns it into JSON Lines.
+    Three agents x two versions, the env types of ``env_types`` in turn (all four
+    by default: 3.25 components per run on average; without audit, whose records
+    carry one component, 4), penalties, minimization sizes and audit metadata;
+    ``write_flat_ndjson`` turns it into JSON Lines.
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    return build_task_flat(_bulk_base(n, seed))
+    unknown = sorted(set(env_types) - set(ENV_TYPES))
+    if unknown or not env_types:
+        raise ValueError(f"env_types must be some of {list(ENV_TYPES)}, got {list(env_types)}")
+    return build_task_flat(_bulk_base(n, seed, tuple(env_types)))
 
 
 def write_task_jsonl(path: Path, n: int, seed: int) -> Path:
