@@ -161,6 +161,16 @@ def build_rows(
     ]
 
 
+def rescore_breakdown(rescore: dict[str, Any]) -> str:
+    """The local engine's rescoring seconds by stage; the rest is the transaction's
+    commit, the lock, the repair check and the warehouse."""
+    stages: dict[str, float] = rescore.get("score_stages") or {}
+    if not stages:
+        return ""
+    rest = rescore["seconds"] - sum(stages.values())
+    return ", ".join(f"{name} {value:.2f} s" for name, value in {**stages, "rest": rest}.items())
+
+
 def _fmt(value: float | None, pattern: str) -> str:
     return "-" if value is None else format(value, pattern)
 
@@ -202,6 +212,11 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in rows]
     lines += [
         "",
+        *(
+            [f"Rescore, where the time went: {meta['rescore_breakdown']}.", ""]
+            if meta.get("rescore_breakdown")
+            else []
+        ),
         f"Command: `{meta['command']}`; {meta['machine']}; {meta['when']}; "
         f"generating the file took {meta['generate_seconds']:.1f} s, the whole run "
         f"{meta['total_seconds']:.0f} s; load average {meta['load_average'][0]} before, "
@@ -223,6 +238,8 @@ def print_table(console: Console, rows: list[Row], meta: dict[str, Any]) -> None
     for row in rows:
         table.add_row(*_cells(row))
     console.print(table)
+    if meta.get("rescore_breakdown"):
+        console.print(f"rescore: {meta['rescore_breakdown']}", highlight=False)
 
 
 def _load() -> float:
@@ -323,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             "env_types": args.env_types,
             "load_average": [load_before, _load()],
         }
+        meta["rescore_breakdown"] = rescore_breakdown(results["rescore"])
         rows = build_rows(args.n, ingested, size, results)
         print_table(console, rows, meta)
         args.out.mkdir(parents=True, exist_ok=True)

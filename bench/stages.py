@@ -166,6 +166,7 @@ def rescore(params: dict[str, Any]) -> dict[str, Any]:
         "task_runs": result.task_runs,
         "parts": result.parts,
         "score_seconds": result.seconds,
+        "score_stages": result.stages,
     }
 
 

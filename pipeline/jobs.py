@@ -28,7 +28,7 @@ from pipeline import surface
 from pipeline.ingest import build_batch, dedupe, landed_frames
 from pipeline.lineage import RescoreDiff, rescore_diff
 from pipeline.parts import check_and_repair, manifest, manifest_path
-from pipeline.progress import progress
+from pipeline.progress import progress, timed
 from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
@@ -86,6 +86,9 @@ class ScoreResult:
     full: bool
     seconds: float
     notes: list[str] = field(default_factory=list)
+    # Where the seconds went (local engine): plan (the Polars scoring), checks (the
+    # pandera models), writes (Parquet files into the transaction); the rest is commit.
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -249,12 +252,16 @@ def ingest(
         return report
 
 
-def score_part(lake: Path, part: str, rubric: Rubric) -> dict[str, pl.DataFrame]:
+def score_part(
+    lake: Path, part: str, rubric: Rubric, seconds: dict[str, float] | None = None
+) -> dict[str, pl.DataFrame]:
     """One landed part scored under ``rubric``, each table checked by its model.
 
     Only the families the part holds are scored: a part of surface grades
-    alone writes no (empty) task score files, and the other way round.
+    alone writes no (empty) task score files, and the other way round. The
+    seconds of the plan and of the checks are added to ``seconds``.
     """
+    seconds = {} if seconds is None else seconds
     lazy: dict[str, pl.LazyFrame] = {}
     if part in landed_parts(lake, "task_runs"):
         tasks = task_score.score_tasks(
@@ -275,8 +282,12 @@ def score_part(lake: Path, part: str, rubric: Rubric) -> dict[str, pl.DataFrame]
             "surface_finding_scores": surfaces.findings,
             "surface_phase_scores": surfaces.phases,
         }
-    collected = pl.collect_all(list(lazy.values()), engine="streaming")
-    return {name: checked(SCORED[name], frame) for name, frame in zip(lazy, collected, strict=True)}
+    with timed(seconds, "plan"):
+        collected = pl.collect_all(list(lazy.values()), engine="streaming")
+    with timed(seconds, "checks"):
+        return {
+            name: checked(SCORED[name], frame) for name, frame in zip(lazy, collected, strict=True)
+        }
 
 
 def all_parts(lake: Path) -> list[str]:
@@ -318,6 +329,7 @@ def score_locked(
     full = full or before is None or before.rubric_id != rubric.rubric_id
     parts = all_parts(lake) if full else pending_parts(lake, rubric)
     counts = {"task_scores": 0, "surface_scores": 0}
+    seconds: dict[str, float] = {}
     with lk.Transaction(lake) as tx:
         if engine == "spark":
             # Imported here: PySpark is an optional extra.
@@ -328,9 +340,10 @@ def score_locked(
                 counts[name] += written.get(name, 0)
         else:
             for part in progress(parts, f"scoring under {rubric.rubric_id}", total=len(parts)):
-                for name, frame in score_part(lake, part, rubric).items():
+                for name, frame in score_part(lake, part, rubric, seconds).items():
                     target = lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet"
-                    tx.write(target, frame)
+                    with timed(seconds, "writes"):
+                        tx.write(target, frame)
                     if name in counts:
                         counts[name] += frame.height
         if full:
@@ -354,6 +367,7 @@ def score_locked(
         parts=len(parts),
         full=full,
         seconds=time.perf_counter() - started,
+        stages=seconds,
     )
 
 

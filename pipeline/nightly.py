@@ -10,9 +10,6 @@ second run finds nothing new and says so.
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +19,7 @@ from rich.table import Table
 
 from pipeline import jobs
 from pipeline import lake as lk
+from pipeline.progress import timed
 from pipeline.reader import expand_inputs
 from pipeline.rubric import Rubric
 from pipeline.warehouse import build_warehouse, built_rubric_id
@@ -66,15 +64,6 @@ def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
     return ledger
 
 
-@contextmanager
-def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        seconds[stage] = round(time.perf_counter() - started, 3)
-
-
 def nightly(
     inbox: Path,
     lake: Path,
@@ -88,7 +77,7 @@ def nightly(
     seconds: dict[str, float] = {}
     with lk.lake_lock(lake):
         notes = jobs.prepare(lake)
-        with _timed(seconds, "scan"):
+        with timed(seconds, "scan"):
             files = expand_inputs([inbox])
             digests = {path: file_digest(path) for path in files}
             ledger = read_ledger(lake)
@@ -108,7 +97,7 @@ def nightly(
             summary.nothing_to_do = True
             # A run killed after scoring but before the views leaves a stale file.
             if built_rubric_id(lake) != rubric.rubric_id:
-                with _timed(seconds, "warehouse"):
+                with timed(seconds, "warehouse"):
                     build_warehouse(lake, rubric.rubric_id)
         else:
             if new:
@@ -120,7 +109,7 @@ def nightly(
                     }
                     for path in new
                 }
-                with _timed(seconds, "ingest"):
+                with timed(seconds, "ingest"):
                     report = jobs.ingest_locked(
                         new,
                         lake,
@@ -135,13 +124,14 @@ def nightly(
                 summary.skipped_blank = report.skipped_blank
                 summary.already_quarantined = report.already_quarantined
                 notes.extend(report.notes)
-            with _timed(seconds, "score"):
+            with timed(seconds, "score"):
                 result = jobs.score_locked(
                     lake, rubric, full=False, engine=engine, spark_master=spark_master
                 )
+            seconds |= {f"score: {stage}": value for stage, value in result.stages.items()}
             summary.runs_scored = result.task_runs + result.surface_runs
             summary.full_rescore = result.full
-            with _timed(seconds, "warehouse"):
+            with timed(seconds, "warehouse"):
                 build_warehouse(lake, rubric.rubric_id)
         summary.seconds = seconds
         summary.notes = notes

@@ -68,7 +68,11 @@ def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
     assert len(summaries) == 2
     document = json.loads(summaries[0].read_text())
     assert document["rubric_after"] == DEFAULT.rubric_id
-    assert set(document["seconds"]) >= {"scan", "ingest", "score", "warehouse"}
+    stages = {"scan", "ingest", "score", "warehouse", "score: plan", "score: checks"}
+    assert set(document["seconds"]) >= stages | {"score: writes"}
+    # The score's parts are inside its whole.
+    parts = sum(document["seconds"][f"score: {s}"] for s in ("plan", "checks", "writes"))
+    assert 0 < parts <= document["seconds"]["score"] + 0.003
 
 
 def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None:
