@@ -158,6 +158,23 @@ def build_rows(
             "-",
             python["peak_rss"] / GIB,
         ),
+        *(
+            [
+                Row(
+                    "query",
+                    "by_agent, warehouse read-only",
+                    query["seconds"],
+                    None,
+                    _rate(n, query["seconds"]),
+                    "-",
+                    None,
+                    "-",
+                    query["peak_rss"] / GIB,
+                )
+            ]
+            if (query := results.get("query"))
+            else []
+        ),
     ]
 
 
@@ -309,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             *([("replicate", {"copies": args.replicate})] if args.replicate > 1 else []),
             ("duckdb_scan", {}),
             ("rescore", {"engine": args.engine, "master": args.master}),
+            ("query", {}),
             ("python_scorer", {"sample": min(args.sample, ingested)}),
         ]
         for stage, extra in plan:

@@ -25,6 +25,7 @@ from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline import simulate as sim
 from pipeline.rubric import Rubric, load_rubric, parse_rubric
+from pipeline.warehouse import connect_read_only
 
 # Generating 10 million records in one frame would itself need ~20 GiB: the
 # file is written in slices of this many runs, each with its own seed.
@@ -198,6 +199,14 @@ def python_scorer(params: dict[str, Any]) -> dict[str, Any]:
     return {"sample": len(scored), "score_seconds_inner": time.perf_counter() - started}
 
 
+def query(params: dict[str, Any]) -> dict[str, Any]:
+    """An analyst's first query (``make run`` suggests it) on the warehouse just built:
+    by_agent aggregates every current score through the staging views."""
+    with connect_read_only(Path(params["lake"])) as con:
+        rows = con.execute(jobs.FIRST_QUERY).fetchall()
+    return {"rows": len(rows)}
+
+
 STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "generate": generate,
     "polars_read": polars_read,
@@ -206,6 +215,7 @@ STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "duckdb_scan": duckdb_scan,
     "rescore": rescore,
     "python_scorer": python_scorer,
+    "query": query,
 }
 
 
