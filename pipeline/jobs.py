@@ -25,7 +25,7 @@ from rich.table import Table
 from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline import surface
-from pipeline.ingest import build_batch, dedupe, landed_frames
+from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.lineage import RescoreDiff, rescore_diff
 from pipeline.parts import check_and_repair, manifest, manifest_path
 from pipeline.progress import progress, timed
@@ -112,14 +112,55 @@ def known_rubrics(lake: Path) -> dict[str, dict[str, object]]:
     return known
 
 
-def _landed(lake: Path, table: str) -> pl.LazyFrame:
-    return lk.scan_table(lk.table_dir(lake, table), polars_schema(LANDED[table]))
-
-
 def _part_file(lake: Path, table: str, part: str) -> pl.LazyFrame:
     path = lk.table_dir(lake, table) / f"{part}.parquet"
     schema = polars_schema(LANDED[table])
     return pl.scan_parquet(path, schema=schema) if path.exists() else pl.LazyFrame(schema=schema)
+
+
+def _landed_and_staged(lake: Path, table: str, tx: lk.Transaction | None) -> pl.LazyFrame:
+    """A landed table, with the files ``tx`` has staged for it (earlier chunks of an ingest)."""
+    directory = lk.table_dir(lake, table)
+    staged = tx.staged_parquet(directory) if tx else []
+    return lk.scan_files(lk.parquet_files(directory) + staged, polars_schema(LANDED[table]))
+
+
+def earlier_records(
+    lake: Path, batch: Batch, tx: lk.Transaction | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """What ``dedupe`` compares ``batch`` with: the task and surface runs already landed
+    (or staged by ``tx``) under a run_id of the batch, and the quarantine rows of the
+    batch's source files.
+
+    The scans filter as they read, so an ingest holds what matches one chunk, never the
+    whole history: at 10M landed runs their provenance alone is ~1.4 GiB.
+    """
+
+    def runs(table: str) -> pl.DataFrame:
+        run_ids = batch.tables[table]["run_id"].unique().implode()
+        return (
+            _landed_and_staged(lake, table, tx)
+            .select(PROVENANCE)
+            .filter(pl.col("run_id").is_in(run_ids))
+            .collect()
+        )
+
+    sources = (
+        pl.concat(
+            [batch.quarantine.select("source")]
+            + [batch.tables[table].select("source") for table in ("task_runs", "surface_runs")]
+        )
+        .get_column("source")
+        .unique()
+        .implode()
+    )
+    quarantine = (
+        _landed_and_staged(lake, "quarantine", tx)
+        .select("source", "line", "raw")
+        .filter(pl.col("source").is_in(sources))
+        .collect()
+    )
+    return runs("task_runs"), runs("surface_runs"), quarantine
 
 
 def landed_parts(lake: Path, table: str) -> list[str]:
@@ -145,9 +186,6 @@ def ingest_locked(
     env_types = sorted(env_rubric.task.envs)
     batch_id = lk.new_batch_id()
     files = expand_inputs(inputs)
-    landed_tasks = _landed(lake, "task_runs").select(PROVENANCE).collect()
-    landed_surfaces = _landed(lake, "surface_runs").select(PROVENANCE).collect()
-    landed_quarantine = _landed(lake, "quarantine").select("source", "line", "raw").collect()
     totals = dict.fromkeys(
         ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
     )
@@ -164,7 +202,7 @@ def ingest_locked(
         for index, lines in enumerate(progress(chunks, "ingesting")):
             part = f"{batch_id}-p{index:05d}"
             batch = build_batch(lines, env_types, batch_id)
-            result = dedupe(batch, landed_tasks, landed_surfaces, landed_quarantine)
+            result = dedupe(batch, *earlier_records(lake, batch, tx))
             frames = landed_frames(result.batch)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
             for name in written:
@@ -173,14 +211,6 @@ def ingest_locked(
                 tx.write_json(manifest_path(lake, part), manifest(written, lines.files))
             if frames["task_runs"].height or frames["surface_runs"].height:
                 parts.append(part)
-            # Later chunks of the same ingest dedupe against what this one landed.
-            landed_tasks = pl.concat([landed_tasks, frames["task_runs"].select(PROVENANCE)])
-            landed_surfaces = pl.concat(
-                [landed_surfaces, frames["surface_runs"].select(PROVENANCE)]
-            )
-            landed_quarantine = pl.concat(
-                [landed_quarantine, frames["quarantine"].select("source", "line", "raw")]
-            )
             notes.extend(file_notes(frames))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height

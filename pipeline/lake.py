@@ -147,7 +147,11 @@ def state_path(lake: Path, name: str) -> Path:
 
 def scan_table(directory: Path, schema: pl.Schema) -> pl.LazyFrame:
     """All Parquet files of one table, or an empty frame of its schema."""
-    files = parquet_files(directory)
+    return scan_files(parquet_files(directory), schema)
+
+
+def scan_files(files: list[Path], schema: pl.Schema) -> pl.LazyFrame:
+    """Parquet files of one table, or an empty frame of its schema."""
     if not files:
         return pl.LazyFrame(schema=schema)
     return pl.scan_parquet(files, missing_columns="insert", extra_columns="ignore", schema=schema)
@@ -212,6 +216,14 @@ class Transaction:
 
     def delete(self, target: Path) -> None:
         self.deletes.append(str(target))
+
+    def staged_parquet(self, directory: Path) -> list[Path]:
+        """The Parquet files staged so far to land in ``directory``."""
+        return [
+            Path(move["from"])
+            for move in self.moves
+            if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
+        ]
 
     def commit(self) -> None:
         # A file both rewritten and listed for deletion is kept: the rewrite wins.

@@ -29,7 +29,6 @@ from pipeline.reader import LINE_SCHEMA, lines_of_text
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.warehouse import build_warehouse
 from schemas import polars_schema
-from schemas.registry import LANDED
 from schemas.tasks import Quarantine
 
 # Reasons (from pipeline/reader.py) whose kept raw text is not the original line.
@@ -39,7 +38,6 @@ NOT_REPLAYABLE = (
     "gzip stream ends early",
     "not a readable gzip file",
 )
-PROVENANCE = ["run_id", "content_hash", "source", "line"]
 
 
 @dataclass(frozen=True)
@@ -104,15 +102,10 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     ).cast(LINE_SCHEMA)  # type: ignore[arg-type]
     lines = lines_of_text(raw, candidates["source"].unique().sort().to_list())
     batch = build_batch(lines, sorted(chosen.task.envs), batch_id)
-    landed = {
-        name: lk.scan_table(lk.table_dir(lake, name), polars_schema(LANDED[name]))
-        .select(PROVENANCE)
-        .collect()
-        for name in ("task_runs", "surface_runs")
-    }
+    landed_tasks, landed_surfaces, _ = jobs.earlier_records(lake, batch)
     # Against an empty quarantine, so every line that fails again is listed (it stays put).
     nothing_held = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
-    result = dedupe(batch, landed["task_runs"], landed["surface_runs"], nothing_held)
+    result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held)
     frames = landed_frames(result.batch)
     still = result.batch.quarantine.select("row_nr")
     released = candidates.join(still, on="row_nr", how="anti")

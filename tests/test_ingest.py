@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from pipeline import jobs
+from pipeline import lake as lk
 from pipeline.reader import read_lines
 from pipeline.rubric import parse_rubric
 
@@ -145,6 +146,34 @@ def test_duplicates_skipped_and_clashes_quarantined(tmp_path: Path) -> None:
     reason = quarantine(lake)["reason"][0]
     assert "run_id 'r2' already landed with different content" in reason
     assert str(first) in reason
+    assert count(lake, "task_runs") == 3
+
+
+def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path: Path) -> None:
+    # A chunk of 1 byte ends after every file: each file is a chunk, compared with what the
+    # chunks before it staged (not yet in the lake) as well as with the lake.
+    lake = tmp_path / "lake"
+    changed = record("r2")
+    changed["grade"]["subscores"]["pov_quality"] = 0.25
+    files = [
+        write_jsonl(tmp_path / "a.jsonl", [*lines_of(record("r1"), record("r2")), "not json"]),
+        write_jsonl(tmp_path / "b.jsonl", lines_of(record("r1"), changed, record("r3"))),
+        write_jsonl(tmp_path / "c.jsonl", [*lines_of(record("r3")), "not json"]),
+    ]
+    with lk.lake_lock(lake):
+        first = jobs.ingest_locked(files, lake, chunk_bytes=1)
+    assert len(first.parts) == 2  # c.jsonl lands no run
+    assert (first.landed_task_runs, first.skipped_duplicates, first.quarantined) == (3, 2, 3)
+    clash = quarantine(lake).filter(pl.col("source") == str(files[1]))["reason"].to_list()
+    assert (
+        len(clash) == 1
+        and f"already landed with different content (from {files[0]}:2)" in (clash[0])
+    )
+    with lk.lake_lock(lake):
+        again = jobs.ingest_locked(files, lake, chunk_bytes=1)
+    assert (again.landed_task_runs, again.quarantined) == (0, 0)
+    assert (again.skipped_duplicates, again.already_quarantined) == (5, 3)
+    assert again.accounted == again.lines_read == 8
     assert count(lake, "task_runs") == 3
 
 
