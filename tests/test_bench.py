@@ -1,0 +1,92 @@
+"""The bench's arithmetic: ratios, rates, goals and the rescore breakdown, by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.run import build_rows, markdown, rescore_breakdown
+
+GIB = 1024**3
+
+
+def stage(seconds: float, peak_gib: float = 1.0, **extra: Any) -> dict[str, Any]:
+    return {"seconds": seconds, "peak_rss": int(peak_gib * GIB), **extra}
+
+
+RESULTS = {
+    "polars_read": stage(2.0),
+    "ingest": stage(5.0, 3.0),
+    "duckdb_scan": stage(0.5),
+    "rescore": stage(
+        4.0, 4.5, score_stages={"plan": 2.0, "checks": 0.5, "writes": 1.0}, engine="local"
+    ),
+    "python_scorer": stage(1.0, sample=1_000),
+    "query": stage(0.25),
+}
+
+
+def test_rows_compare_each_stage_with_its_floor() -> None:
+    # 100,000 runs in 50 MB; the Python scorer did 1,000 runs in 1 s, so 100 s for N.
+    rows = {row.stage: row for row in build_rows(100_000, 100_000, 50_000_000, RESULTS)}
+    ingest, rescore, python = rows["ingest"], rows["rescore"], rows["python"]
+    assert ingest.ratio == pytest.approx(2.5)  # 5 s / 2 s
+    assert ingest.goal == "missed (≤2x)"
+    assert ingest.mb_per_s == pytest.approx(10.0)  # 50 MB / 5 s
+    assert ingest.runs_per_s == pytest.approx(20_000.0)
+    assert rescore.ratio == pytest.approx(8.0)  # 4 s / 0.5 s
+    assert rescore.goal == "missed (≤2x), peak ≥4 GiB"  # 4.5 GiB
+    assert python.seconds == pytest.approx(100.0)
+    assert python.ratio == pytest.approx(25.0)  # 100 s / 4 s
+    assert rows["query"].runs_per_s == pytest.approx(400_000.0)
+    assert rows["bare read"].what == "pl.read_ndjson"
+
+
+def test_goals_met_and_replicated_lakes_are_labelled() -> None:
+    fast = {
+        **RESULTS,
+        "ingest": stage(3.0),
+        "rescore": stage(1.0, 1.0),
+        "polars_read": stage(2.0, batched=True),
+    }
+    rows = {row.stage: row for row in build_rows(1_000_000, 100_000, 10**8, fast)}
+    assert rows["ingest"].goal == "met (≤2x)"  # 1.5x
+    assert rows["rescore"].goal == "met (≤2x), peak <4 GiB"  # 2.0x is within
+    assert rows["ingest"].what == "jobs.ingest, 100,000 runs"
+    assert rows["bare read"].what == "pl.scan_ndjson, batches, 100,000 runs"
+    # Ingest rates count the runs ingested; rescoring counts every run of the lake.
+    assert rows["ingest"].runs_per_s == pytest.approx(100_000 / 3.0)
+    assert rows["rescore"].runs_per_s == pytest.approx(1_000_000.0)
+
+
+def test_rescore_breakdown_names_the_rest() -> None:
+    # 4 s in all: 2 + 0.5 + 1 measured, 0.5 s commit, lock and warehouse.
+    assert rescore_breakdown(RESULTS["rescore"]) == (
+        "plan 2.00 s, checks 0.50 s, writes 1.00 s, rest 0.50 s"
+    )
+    assert rescore_breakdown(stage(3.0)) == ""  # Spark reports no stages
+
+
+def test_markdown_holds_the_table_and_how_it_was_made() -> None:
+    rows = build_rows(100_000, 100_000, 50_000_000, RESULTS)
+    meta = {
+        "n": 100_000,
+        "jsonl_mb": 50.0,
+        "components": 400_000,
+        "replicate": 1,
+        "ingested": 100_000,
+        "env_types": ["exploit", "detect", "patch"],
+        "rescore_breakdown": rescore_breakdown(RESULTS["rescore"]),
+        "command": "python -m bench.run --n 100000",
+        "machine": "2 cores",
+        "when": "now",
+        "generate_seconds": 1.0,
+        "total_seconds": 20.0,
+        "load_average": [1.0, 2.0],
+    }
+    text = markdown(rows, meta)
+    assert "400,000 component rows scored; env types exploit, detect, patch" in text
+    assert "| rescore | jobs.score full, local | 4.00 | - | 25,000 | bare scan | 8.0x |" in text
+    assert "Rescore, where the time went: plan 2.00 s" in text
+    assert "Command: `python -m bench.run --n 100000`" in text
