@@ -26,6 +26,7 @@ from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline import surface
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
+from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
 from pipeline.parts import check_and_repair, manifest, manifest_path
 from pipeline.progress import progress, timed
@@ -40,6 +41,7 @@ CURRENT_RUBRIC = "current_rubric"
 RUBRICS = "rubrics"
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
+RUN_TABLES = ("task_runs", "surface_runs")
 # Which score tables each kind of landed run has, per part.
 SCORE_FAMILIES = {
     "task_runs": ("task_scores", "task_component_scores"),
@@ -125,30 +127,53 @@ def _landed_and_staged(lake: Path, table: str, tx: lk.Transaction | None) -> pl.
     return lk.scan_files(lk.parquet_files(directory) + staged, polars_schema(LANDED[table]))
 
 
+def landed_index(lake: Path) -> dict[str, LandedIndex]:
+    """Per runs table, the index of the run_ids the lake holds."""
+    return {
+        table: LandedIndex(
+            _landed_and_staged(lake, table, None)
+            .select(run_id_hash(pl.col("run_id")))
+            .collect(engine="streaming")
+            .to_series()
+            .to_numpy()
+        )
+        for table in RUN_TABLES
+    }
+
+
 def earlier_records(
-    lake: Path, batch: Batch, tx: lk.Transaction | None = None
+    lake: Path,
+    batch: Batch,
+    tx: lk.Transaction | None = None,
+    index: dict[str, LandedIndex] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """What ``dedupe`` compares ``batch`` with: the task and surface runs already landed
     (or staged by ``tx``) under a run_id of the batch, and the quarantine rows of the
     batch's source files.
 
     The scans filter as they read, so an ingest holds what matches one chunk, never the
-    whole history: at 10M landed runs their provenance alone is ~1.4 GiB.
+    whole history: at 10M landed runs their provenance alone is ~1.4 GiB. With an
+    ``index`` of what has landed, only the run_ids it may hold are looked for, and a
+    chunk of new runs reads nothing.
     """
 
     def runs(table: str) -> pl.DataFrame:
-        run_ids = batch.tables[table]["run_id"].unique().implode()
+        run_ids = batch.tables[table]["run_id"].unique()
+        if index is not None:
+            run_ids = index[table].may_hold(run_ids)
+        if run_ids.is_empty():
+            return pl.DataFrame(schema=polars_schema(LANDED[table])).select(PROVENANCE)
         return (
             _landed_and_staged(lake, table, tx)
             .select(PROVENANCE)
-            .filter(pl.col("run_id").is_in(run_ids))
+            .filter(pl.col("run_id").is_in(run_ids.implode()))
             .collect()
         )
 
     sources = (
         pl.concat(
             [batch.quarantine.select("source")]
-            + [batch.tables[table].select("source") for table in ("task_runs", "surface_runs")]
+            + [batch.tables[table].select("source") for table in RUN_TABLES]
         )
         .get_column("source")
         .unique()
@@ -186,6 +211,7 @@ def ingest_locked(
     env_types = sorted(env_rubric.task.envs)
     batch_id = lk.new_batch_id()
     files = expand_inputs(inputs)
+    landed = landed_index(lake)
     totals = dict.fromkeys(
         ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
     )
@@ -202,7 +228,7 @@ def ingest_locked(
         for index, lines in enumerate(progress(chunks, "ingesting")):
             part = f"{batch_id}-p{index:05d}"
             batch = build_batch(lines, env_types, batch_id)
-            result = dedupe(batch, *earlier_records(lake, batch, tx))
+            result = dedupe(batch, *earlier_records(lake, batch, tx, landed))
             frames = landed_frames(result.batch)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
             for name in written:
@@ -211,6 +237,8 @@ def ingest_locked(
                 tx.write_json(manifest_path(lake, part), manifest(written, lines.files))
             if frames["task_runs"].height or frames["surface_runs"].height:
                 parts.append(part)
+            for table in RUN_TABLES:
+                landed[table].add(frames[table].get_column("run_id"))
             notes.extend(file_notes(frames))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height
