@@ -15,7 +15,7 @@ import polars as pl
 
 from pipeline import surface
 from pipeline.reader import Lines
-from pipeline.sql import run_sql
+from pipeline.sql import in_batches, run_sql
 from pipeline.validate import validate_task_records
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, RunMetadata, TaskComponent, TaskPenalty, TaskRun
@@ -35,23 +35,42 @@ class Batch:
     parse_skipped: int = 0
 
 
-def classify(lines: pl.DataFrame) -> pl.DataFrame:
-    """row_nr, record_kind ('task' | 'surface' | null), content_hash, problem, blank."""
+# Only a line holding one of these can hold a non-finite number; only those
+# lines pay for non_finite.sql's walk of the whole tree.
+NON_FINITE_HINT = r"(NaN|Infinity|[0-9][eE][+]?[0-9]{3,})"
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """Each line's kind, and the task-grade fields of every JSON object, from one parse."""
+
+    kinds: pl.DataFrame  # row_nr, blank, problem, record_kind, content_hash (every line)
+    fields: pl.DataFrame  # row_nr and parse_lines.sql's field columns (lines that parse)
+
+
+def classify(lines: pl.DataFrame) -> Parsed:
+    """Lines to JSON kinds, content hashes and task-grade fields (sql/ingest/parse_lines.sql)."""
     blank = pl.col("raw").str.strip_chars().str.len_bytes() == 0
-    candidates = lines.filter(pl.col("problem").is_null() & ~blank.fill_null(False))
-    valid = run_sql("ingest/json_valid.sql", {"lines": candidates.select("row_nr", "raw")})
-    json_rows = candidates.join(valid.filter("is_json"), on="row_nr", how="semi")
-    kinds = run_sql("ingest/classify.sql", {"valid_lines": json_rows.select("row_nr", "raw")})
-    suspects = json_rows.join(kinds.filter("has_non_finite_hint"), on="row_nr", how="semi")
+    candidates = lines.filter(pl.col("problem").is_null() & ~blank.fill_null(False)).select(
+        "row_nr", "raw"
+    )
+    parsed = run_sql("ingest/parse_lines.sql", {"lines": in_batches(candidates)})
+    json_rows = parsed.filter("is_json").select("row_nr")
+    suspects = candidates.filter(pl.col("raw").str.contains(NON_FINITE_HINT)).join(
+        json_rows, on="row_nr", how="semi"
+    )
     non_finite = (
-        run_sql("ingest/non_finite.sql", {"suspects": suspects.select("row_nr", "raw")})
+        run_sql("ingest/non_finite.sql", {"suspects": suspects})
         if suspects.height
         else pl.DataFrame(schema={"row_nr": pl.UInt32, "path": pl.String, "literal": pl.String})
     )
-    return (
+    kinds = (
         lines.select("row_nr", "problem", blank=blank.fill_null(False))
-        .join(valid, on="row_nr", how="left")
-        .join(kinds.drop("has_non_finite_hint"), on="row_nr", how="left")
+        .join(
+            parsed.select("row_nr", "is_json", "json_kind", "record_kind", "content_hash"),
+            on="row_nr",
+            how="left",
+        )
         .join(non_finite, on="row_nr", how="left")
         .with_columns(
             problem=pl.when(pl.col("problem").is_not_null())
@@ -67,13 +86,21 @@ def classify(lines: pl.DataFrame) -> pl.DataFrame:
         )
         .select("row_nr", "blank", "problem", "record_kind", "content_hash")
     )
+    fields = parsed.filter("is_json").drop("is_json", "json_kind", "record_kind", "content_hash")
+    return Parsed(kinds=kinds, fields=fields)
 
 
 def _task_tables(
-    records: pl.DataFrame, env_types: Sequence[str], batch_id: str
+    records: pl.DataFrame, fields: pl.DataFrame, env_types: Sequence[str], batch_id: str
 ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """Validated task records as the four landed task tables, plus rejects (row_nr, reason)."""
-    checked_records = validate_task_records(records, env_types)
+    """Validated task records as the four landed task tables, plus rejects (row_nr, reason).
+
+    ``records`` are the lines (row_nr, source, line, raw, content_hash), ``fields``
+    their parsed fields (Parsed.fields).
+    """
+    checked_records = validate_task_records(
+        fields.join(records.select("row_nr"), on="row_nr", how="semi"), env_types
+    )
     fields = checked_records.fields.join(
         records.select("row_nr", "source", "line", "raw", "content_hash"), on="row_nr"
     )
@@ -143,13 +170,14 @@ TASK_MODELS = {
 def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
     """Lines to landed-shape tables (each keyed by row_nr) and quarantine rows."""
     frame = lines.frame
-    kinds = classify(frame)
+    lines_parsed = classify(frame)
+    kinds = lines_parsed.kinds
     with_kind = frame.drop("problem").join(kinds, on="row_nr")
     task_records = with_kind.filter(pl.col("problem").is_null() & (pl.col("record_kind") == "task"))
     surface_records = with_kind.filter(
         pl.col("problem").is_null() & (pl.col("record_kind") == "surface")
     )
-    tables, task_rejects = _task_tables(task_records, env_types, batch_id)
+    tables, task_rejects = _task_tables(task_records, lines_parsed.fields, env_types, batch_id)
     parsed = surface.parse_reports(
         surface_records.select("source", "line", "raw", "content_hash", batch_id=pl.lit(batch_id))
     )
