@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import duckdb
 import polars as pl
 
 from pipeline.sql import connect, in_batches, run_sql
@@ -252,18 +253,23 @@ def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> 
     )
 
 
-def validate_task_records(fields: pl.DataFrame, env_types: Sequence[str]) -> TaskRecords:
+def validate_task_records(
+    fields: pl.DataFrame,
+    env_types: Sequence[str],
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> TaskRecords:
     """Split parsed task records (sql/ingest/parse_lines.sql's columns) into accepted and rejected.
 
     The fragments are read by DuckDB in batches, so its threads share the work.
     """
-    con = connect()
+    active = connect() if con is None else con
     try:
         fragments = {"fields": in_batches(fields.select(pl.col("row_nr"), pl.col("^.*_json$")))}
-        parts = run_sql("ingest/task_parts.sql", fragments, con=con)
-        metadata = run_sql("ingest/run_metadata.sql", fragments, con=con)
+        parts = run_sql("ingest/task_parts.sql", fragments, con=active)
+        metadata = run_sql("ingest/run_metadata.sql", fragments, con=active)
     finally:
-        con.close()
+        if con is None:
+            active.close()
     field_reasons = fields.select("row_nr", reasons=_joined_reasons(field_rules(env_types))).filter(
         pl.col("reasons").list.len() > 0
     )
