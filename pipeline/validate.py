@@ -281,11 +281,13 @@ def validate_task_records(
         .agg(pl.col("reasons").list.explode(keep_nulls=False, empty_as_null=False))
         .select("row_nr", reason=pl.col("reasons").list.join("; "))
     )
-    accepted = fields.join(reasons, on="row_nr", how="anti")
-    kept = accepted.select("row_nr")
+    if reasons.height == 0:
+        # The usual batch: nothing to take out of three wide or long frames.
+        return TaskRecords(fields=fields, parts=parts, metadata=metadata, rejected=reasons)
+    rejected = pl.col("row_nr").is_in(reasons["row_nr"].implode())
     return TaskRecords(
-        fields=accepted,
-        parts=parts.join(kept, on="row_nr", how="semi"),
-        metadata=metadata.join(kept, on="row_nr", how="semi"),
+        fields=fields.filter(~rejected),
+        parts=parts.filter(~rejected),
+        metadata=metadata.filter(~rejected),
         rejected=reasons,
     )
