@@ -28,7 +28,10 @@ MAX_RECORD_BYTES_ENV = "PIPELINE_MAX_RECORD_BYTES"
 MAX_DEPTH_ENV = "PIPELINE_MAX_DEPTH"
 # A JSON string literal, escapes included: brackets inside one do not nest.
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"'
-DEFAULT_CHUNK_BYTES = 256 * 1024 * 1024
+# 64 MiB of text per chunk: measured on a 175 MB file, peak RSS 2.9 GiB at 256 MiB,
+# 2.4 at 128, 1.7 at 64, 1.3 at 32, for 10-25% more time at 64 than at 256 (a
+# chunk has a fixed cost, and DuckDB's threads have less to share per query).
+DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024
 READ_BLOCK_BYTES = 16 * 1024 * 1024
 # Raw text kept in quarantine for a record over the size limit.
 KEPT_PREFIX_CHARS = 1024
