@@ -216,7 +216,7 @@ def ingest_locked(
         ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
     )
     parts: list[str] = []
-    notes: list[str] = []
+    outcomes: list[pl.DataFrame] = []
     with lk.Transaction(lake) as tx:
         chosen = limits or Limits()
         chunks = iter_line_chunks(
@@ -239,7 +239,7 @@ def ingest_locked(
                 parts.append(part)
             for table in RUN_TABLES:
                 landed[table].add(frames[table].get_column("run_id"))
-            notes.extend(file_notes(frames))
+            outcomes.append(file_outcomes(frames))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height
             totals["surface"] += frames["surface_runs"].height
@@ -261,24 +261,60 @@ def ingest_locked(
         already_quarantined=totals["seen"],
         parts=parts,
         seconds=time.perf_counter() - started,
-        notes=notes,
+        notes=file_notes(outcomes),
     )
 
 
-def file_notes(frames: dict[str, pl.DataFrame]) -> list[str]:
+def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per input file of one chunk: lines quarantined, whether it was unreadable, the first
+    reason, and whether any of its lines landed (source, lines, whole, reason, landed)."""
+    landed = pl.concat(
+        [frames["task_runs"].select("source"), frames["surface_runs"].select("source")]
+    ).unique()
+    quarantined = (
+        frames["quarantine"]
+        .group_by("source")
+        .agg(
+            lines=pl.len().cast(pl.Int64),
+            whole=(pl.col("line") == 0).any(),
+            reason=pl.col("reason").first(),
+        )
+        .with_columns(landed=False)
+    )
+    return pl.concat(
+        [
+            quarantined,
+            landed.select(
+                "source",
+                lines=pl.lit(0, pl.Int64),
+                whole=False,
+                reason=pl.lit(None, pl.String),
+                landed=True,
+            ),
+        ]
+    )
+
+
+def file_notes(outcomes: list[pl.DataFrame]) -> list[str]:
     """Input files named by what went wrong with them as a whole.
 
     A file that could not be read at all, or none of whose lines landed, is
     worth a line of its own in the summary, beside the per-line quarantine.
+    Judged over every chunk, so a big file read in several chunks gets one
+    note, and none when a line of it landed in another chunk.
     """
-    landed = pl.concat(
-        [frames["task_runs"].select("source"), frames["surface_runs"].select("source")]
-    ).unique()
+    if not outcomes:
+        return []
     per_file = (
-        frames["quarantine"]
-        .group_by("source")
-        .agg(lines=pl.len(), whole=(pl.col("line") == 0).any(), reason=pl.col("reason").first())
-        .join(landed, on="source", how="anti")
+        pl.concat(outcomes)
+        .group_by("source", maintain_order=True)
+        .agg(
+            pl.col("lines").sum(),
+            pl.col("whole").any(),
+            pl.col("reason").drop_nulls().first(),
+            pl.col("landed").any(),
+        )
+        .filter(~pl.col("landed") & (pl.col("lines") > 0))
         .sort("source")
         .select(
             pl.when(pl.col("whole"))

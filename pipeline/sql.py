@@ -21,6 +21,20 @@ def sql_text(name: str) -> str:
     return (SQL_DIR / name).read_text(encoding="utf-8")
 
 
+# Rows per Arrow batch handed to DuckDB: it scans the batches of a frame in
+# parallel, and a frame of one chunk would keep every query on one thread.
+BATCH_ROWS = 16_384
+
+
+def in_batches(frame: pl.DataFrame, rows: int = BATCH_ROWS) -> pl.DataFrame:
+    """The same frame, held in chunks of ``rows`` rows (zero-copy slices)."""
+    if frame.height <= rows:
+        return frame
+    return pl.concat(
+        [frame.slice(offset, rows) for offset in range(0, frame.height, rows)], rechunk=False
+    )
+
+
 def connect() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute(sql_text("queries/session.sql"))

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import duckdb
 import polars as pl
 
-from pipeline.sql import connect, run_sql
+from pipeline.sql import connect, in_batches, run_sql
 
 NUMBER_TYPES = ("UBIGINT", "BIGINT", "DOUBLE")
 RUN_ID_MAX_CHARS = 256
@@ -194,17 +195,26 @@ def _joined_reasons(rules: Iterable[pl.Expr]) -> pl.Expr:
     return pl.concat_list(list(rules)).list.drop_nulls()
 
 
-def check_parts(parts: pl.DataFrame) -> pl.DataFrame:
-    """Per record: every reason its subscores, weights and penalties give (row_nr, reasons)."""
+def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per record: every reason its subscores, weights and penalties give (row_nr, reasons).
+
+    ``plain_rows`` (row_nr) are records known to name each key once and the same keys in
+    subscores and weights (parse_lines.sql's part_keys_plain): only the others' parts are
+    grouped by key, which is most of the cost on a batch of good records.
+    """
     value_reasons = (
         parts.lazy()
         .with_columns(reason=part_rules())
         .filter(pl.col("reason").is_not_null())
         .select("row_nr", "reason")
     )
-    duplicate_keys = (
+    keyed_parts = (
         parts.lazy()
-        .group_by("row_nr", "part", "name")
+        if plain_rows is None
+        else parts.lazy().join(plain_rows.lazy(), on="row_nr", how="anti")
+    )
+    duplicate_keys = (
+        keyed_parts.group_by("row_nr", "part", "name")
         .len()
         .filter(pl.col("len") > 1)
         .select(
@@ -214,7 +224,7 @@ def check_parts(parts: pl.DataFrame) -> pl.DataFrame:
             ),
         )
     )
-    keyed = parts.lazy().filter(pl.col("part").is_in(["subscores", "weights"]))
+    keyed = keyed_parts.filter(pl.col("part").is_in(["subscores", "weights"]))
     sub = keyed.filter(pl.col("part") == "subscores").select("row_nr", "name").unique()
     wei = keyed.filter(pl.col("part") == "weights").select("row_nr", "name").unique()
     only_sub = sub.join(wei, on=["row_nr", "name"], how="anti").with_columns(side=pl.lit("weights"))
@@ -243,32 +253,41 @@ def check_parts(parts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def validate_task_records(records: pl.DataFrame, env_types: Sequence[str]) -> TaskRecords:
-    """Split task records (row_nr, raw) into accepted parts and rejected reasons."""
-    con = connect()
+def validate_task_records(
+    fields: pl.DataFrame,
+    env_types: Sequence[str],
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> TaskRecords:
+    """Split parsed task records (sql/ingest/parse_lines.sql's columns) into accepted and rejected.
+
+    The fragments are read by DuckDB in batches, so its threads share the work.
+    """
+    active = connect() if con is None else con
     try:
-        fields = run_sql(
-            "ingest/task_fields.sql", {"records": records.select("row_nr", "raw")}, con=con
-        )
-        fragments = {"fields": fields.select(pl.col("row_nr"), pl.col("^.*_json$"))}
-        parts = run_sql("ingest/task_parts.sql", fragments, con=con)
-        metadata = run_sql("ingest/run_metadata.sql", fragments, con=con)
+        fragments = {"fields": in_batches(fields.select(pl.col("row_nr"), pl.col("^.*_json$")))}
+        parts = run_sql("ingest/task_parts.sql", fragments, con=active)
+        metadata = run_sql("ingest/run_metadata.sql", fragments, con=active)
     finally:
-        con.close()
+        if con is None:
+            active.close()
     field_reasons = fields.select("row_nr", reasons=_joined_reasons(field_rules(env_types))).filter(
         pl.col("reasons").list.len() > 0
     )
     reasons = (
-        pl.concat([field_reasons, check_parts(parts)])
+        pl.concat(
+            [field_reasons, check_parts(parts, fields.filter("part_keys_plain").select("row_nr"))]
+        )
         .group_by("row_nr")
         .agg(pl.col("reasons").list.explode(keep_nulls=False, empty_as_null=False))
         .select("row_nr", reason=pl.col("reasons").list.join("; "))
     )
-    accepted = fields.join(reasons, on="row_nr", how="anti")
-    kept = accepted.select("row_nr")
+    if reasons.height == 0:
+        # The usual batch: nothing to take out of three wide or long frames.
+        return TaskRecords(fields=fields, parts=parts, metadata=metadata, rejected=reasons)
+    rejected = pl.col("row_nr").is_in(reasons["row_nr"].implode())
     return TaskRecords(
-        fields=accepted,
-        parts=parts.join(kept, on="row_nr", how="semi"),
-        metadata=metadata.join(kept, on="row_nr", how="semi"),
+        fields=fields.filter(~rejected),
+        parts=parts.filter(~rejected),
+        metadata=metadata.filter(~rejected),
         rejected=reasons,
     )

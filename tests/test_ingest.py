@@ -150,8 +150,8 @@ def test_duplicates_skipped_and_clashes_quarantined(tmp_path: Path) -> None:
 
 
 def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path: Path) -> None:
-    # A chunk of 1 byte ends after every file: each file is a chunk, compared with what the
-    # chunks before it staged (not yet in the lake) as well as with the lake.
+    # A chunk of 1 byte holds one line: each line is compared with what the chunks before
+    # it staged (not yet in the lake) as well as with the lake.
     lake = tmp_path / "lake"
     changed = record("r2")
     changed["grade"]["subscores"]["pov_quality"] = 0.25
@@ -162,7 +162,7 @@ def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path:
     ]
     with lk.lake_lock(lake):
         first = jobs.ingest_locked(files, lake, chunk_bytes=1)
-    assert len(first.parts) == 2  # c.jsonl lands no run
+    assert len(first.parts) == 3  # the chunks that land a run: a.jsonl 1 and 2, b.jsonl 3
     assert (first.landed_task_runs, first.skipped_duplicates, first.quarantined) == (3, 2, 3)
     clash = quarantine(lake).filter(pl.col("source") == str(files[1]))["reason"].to_list()
     assert (

@@ -132,20 +132,21 @@ def _parts(lake: Path) -> list[str]:
 
 
 def _nested_tasks(lake: Path, part: str) -> pa.Table:
-    """A part as a task batch: runs with components and penalties nested (what Spark builds)."""
+    """A part as a task batch: runs with components and penalties nested (what Spark builds);
+    a part with no penalty file (no run of it has a penalty) gets empty lists, as in Spark."""
     runs = pl.read_parquet(lk.table_dir(lake, "task_runs") / f"{part}.parquet")
-    children = []
+    batch = runs.select(stages.TASK_RUN_COLUMNS)
     for table, column, fields in (
         ("task_components", stages.COMPONENTS, stages.TASK_COMPONENT_FIELDS),
         ("task_penalties", stages.PENALTIES, stages.TASK_PENALTY_FIELDS),
     ):
         path = lk.table_dir(lake, table) / f"{part}.parquet"
-        frame = pl.read_parquet(path) if path.exists() else None
-        if frame is not None:
-            children.append((column, frame.group_by("run_id").agg(pl.struct(fields).alias(column))))
-    batch = runs.select(stages.TASK_RUN_COLUMNS)
-    for _column, nested in children:
-        batch = batch.join(nested, on="run_id", how="left")
+        if path.exists():
+            nested = pl.read_parquet(path).group_by("run_id").agg(pl.struct(fields).alias(column))
+            batch = batch.join(nested, on="run_id", how="left")
+        else:
+            dtype = stages.task_input_schema()[column]
+            batch = batch.with_columns(pl.lit([], dtype=dtype).alias(column))
     return batch.to_arrow()
 
 
