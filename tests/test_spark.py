@@ -146,6 +146,11 @@ def _nested_tasks(lake: Path, part: str) -> pa.Table:
     batch = runs.select(stages.TASK_RUN_COLUMNS)
     for _column, nested in children:
         batch = batch.join(nested, on="run_id", how="left")
+    # A part with no penalty (or component) at all has no file of them: Spark's input then
+    # has the column as null lists (spark_engine._empty_list), and so does this batch.
+    schema = stages.task_input_schema()
+    missing = [c for c in (stages.COMPONENTS, stages.PENALTIES) if c not in batch.columns]
+    batch = batch.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in missing)
     return batch.to_arrow()
 
 
