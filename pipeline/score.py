@@ -426,6 +426,21 @@ def run_gates(context: pl.LazyFrame, rescored: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+# TaskComponentScore's columns after run_id, rubric_id and component: those carried from
+# the rescored rows, then the contributions computed here.
+_CARRIED_COMPONENT_COLUMNS = (
+    "subscore",
+    "stored_subscore",
+    "weight",
+    "weight_as_graded",
+    "is_gate",
+    "in_record",
+    "in_rubric",
+    "gated_out",
+)
+_COMPONENT_SCORE_TAIL = (*_CARRIED_COMPONENT_COLUMNS, "contribution", "contribution_as_graded")
+
+
 def component_scores(
     rescored: pl.LazyFrame, gates: pl.LazyFrame, codes: pl.LazyFrame, rubric: Rubric
 ) -> pl.LazyFrame:
@@ -450,14 +465,7 @@ def component_scores(
             COMPONENT_CODE,
             "run_id",
             pl.lit(rubric.rubric_id).alias("rubric_id"),
-            "subscore",
-            "stored_subscore",
-            "weight",
-            "weight_as_graded",
-            "is_gate",
-            "in_record",
-            "in_rubric",
-            "gated_out",
+            *_CARRIED_COMPONENT_COLUMNS,
             pl.when(scored)
             .then(contribution(pl.col("subscore"), pl.col("weight"), pl.col("gated_out")))
             .alias("contribution"),
@@ -478,20 +486,6 @@ def component_scores(
     return with_component_names(scored_rows.sort(ROW_KEY), codes).select(
         "run_id", "rubric_id", "component", *_COMPONENT_SCORE_TAIL
     )
-
-
-_COMPONENT_SCORE_TAIL = (
-    "subscore",
-    "stored_subscore",
-    "weight",
-    "weight_as_graded",
-    "is_gate",
-    "in_record",
-    "in_rubric",
-    "gated_out",
-    "contribution",
-    "contribution_as_graded",
-)
 
 
 # A compare-exchange network that sorts four values (Knuth, TAOCP vol. 3, 5.3.4).
