@@ -453,6 +453,16 @@ _RECORD_SCHEMA = pl.Schema(
         "batch_id": pl.String,
     }
 )
+_QUARANTINE_SCHEMA = pl.Schema(
+    {
+        "source": pl.String,
+        "line": pl.Int64,
+        "reason": pl.String,
+        "raw": pl.String,
+        "record_kind": pl.String,
+        "batch_id": pl.String,
+    }
+)
 
 
 def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
@@ -463,6 +473,13 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
     that was never measured. Within the batch, a second report with a run_id already
     seen is skipped when its content is the same and quarantined when it differs.
     """
+    if records.is_empty():
+        # Most ingest chunks hold task grades only: their empty tables cost no query (~0.2 s).
+        return SurfaceBatch(
+            runs=pl.DataFrame(schema=polars_schema(SurfaceRun)),
+            findings=pl.DataFrame(schema=polars_schema(SurfaceFinding)),
+            quarantine=pl.DataFrame(schema=_QUARANTINE_SCHEMA),
+        )
     records = records.select(list(_RECORD_SCHEMA)).cast(_RECORD_SCHEMA)
     records = records.with_row_index("_order")
     key = ["source", "line"]
@@ -539,8 +556,10 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
             conflicting.join(records.select(*key, "_order"), on=key),
         ]
     ).join(records.select(*key, "raw", "batch_id"), on=key)
-    quarantine = quarantine.sort("_order").select(
-        *key, "reason", "raw", record_kind=pl.lit("surface"), batch_id="batch_id"
+    quarantine = (
+        quarantine.sort("_order")
+        .select(*key, "reason", "raw", record_kind=pl.lit("surface"), batch_id="batch_id")
+        .cast(_QUARANTINE_SCHEMA)
     )
     return SurfaceBatch(runs=landed, findings=findings, quarantine=quarantine, skipped=skipped)
 

@@ -720,6 +720,15 @@ def test_empty_batch() -> None:
     assert batch.runs.schema == polars_schema(SurfaceRun)
     assert batch.findings.schema == polars_schema(SurfaceFinding)
     assert batch.quarantine.is_empty()
+    # The empty batch (no query run) has the schemas a batch with reports has.
+    some = parse_reports(records(report([]), {"server": {}, "findings": []}))
+    assert some.runs.height == 1 and some.quarantine.height == 1
+    for empty, full in zip(
+        (batch.runs, batch.findings, batch.quarantine, batch.skipped),
+        (some.runs, some.findings, some.quarantine, some.skipped),
+        strict=True,
+    ):
+        assert empty.schema == full.schema
 
 
 # ----------------------------------------------------------------------- properties
