@@ -141,15 +141,14 @@ def landed_index(lake: Path) -> dict[str, LandedIndex]:
     }
 
 
-def earlier_records(
+def earlier_runs(
     lake: Path,
     batch: Batch,
     tx: lk.Transaction | None = None,
     index: dict[str, LandedIndex] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """What ``dedupe`` compares ``batch`` with: the task and surface runs already landed
-    (or staged by ``tx``) under a run_id of the batch, and the quarantine rows of the
-    batch's source files.
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What ``dedupe`` compares ``batch``'s runs with: the task and surface runs already
+    landed (or staged by ``tx``) under a run_id of the batch.
 
     The scans filter as they read, so an ingest holds what matches one chunk, never the
     whole history: at 10M landed runs their provenance alone is ~1.4 GiB. With an
@@ -170,6 +169,12 @@ def earlier_records(
             .collect()
         )
 
+    return runs("task_runs"), runs("surface_runs")
+
+
+def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
+    """The quarantine rows (source, line, raw) of ``batch``'s source files, landed or staged:
+    a bad line read again from the same place is counted as seen, not quarantined twice."""
     sources = (
         pl.concat(
             [batch.quarantine.select("source")]
@@ -179,13 +184,12 @@ def earlier_records(
         .unique()
         .implode()
     )
-    quarantine = (
+    return (
         _landed_and_staged(lake, "quarantine", tx)
         .select("source", "line", "raw")
         .filter(pl.col("source").is_in(sources))
         .collect()
     )
-    return runs("task_runs"), runs("surface_runs"), quarantine
 
 
 def landed_parts(lake: Path, table: str) -> list[str]:
@@ -228,7 +232,11 @@ def ingest_locked(
         for index, lines in enumerate(progress(chunks, "ingesting")):
             part = f"{batch_id}-p{index:05d}"
             batch = build_batch(lines, env_types, batch_id)
-            result = dedupe(batch, *earlier_records(lake, batch, tx, landed))
+            result = dedupe(
+                batch,
+                *earlier_runs(lake, batch, tx, landed),
+                earlier_quarantine(lake, batch, tx),
+            )
             frames = landed_frames(result.batch)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
             for name in written:

@@ -102,7 +102,7 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     ).cast(LINE_SCHEMA)  # type: ignore[arg-type]
     lines = lines_of_text(raw, candidates["source"].unique().sort().to_list())
     batch = build_batch(lines, sorted(chosen.task.envs), batch_id)
-    landed_tasks, landed_surfaces, _ = jobs.earlier_records(lake, batch)
+    landed_tasks, landed_surfaces = jobs.earlier_runs(lake, batch)
     # Against an empty quarantine, so every line that fails again is listed (it stays put).
     nothing_held = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
     result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held)
