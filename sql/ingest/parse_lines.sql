@@ -12,6 +12,37 @@
 -- task_parts.sql and run_metadata.sql. Lines that are not JSON get is_json = false and
 -- nulls elsewhere (the JSON functions would fail on them).
 -- Input: view `lines` (row_nr, raw). Output: one row per line.
+
+-- The paths read from every record, in the order t and v below index them (t[i] is the
+-- type of v[i]); a macro, because DuckDB wants each function's path list as a constant.
+create or replace temp macro task_paths() as [
+    '$',
+    '$.run_id',
+    '$.agent',
+    '$.agent_version',
+    '$.problem_id',
+    '$.env_type',
+    '$.graded_at',
+    '$.defect_id',
+    '$.cwe',
+    '$.project',
+    '$.trial',
+    '$.cost_usd',
+    '$.tokens',
+    '$.wall_seconds',
+    '$.grade.subscores',
+    '$.grade.weights',
+    '$.grade.metadata',
+    '$.grade.penalties',
+    '$.grade.env_internal_failure',
+    '$.grade.env_internal_failure_logs',
+    '$.grade.allow_unbounded',
+    '$.grade.metadata.minimization.final_size',
+    '$.grade.metadata.minimization.minimal_size',
+    '$.grade.metadata.recall',
+    '$.grade.metadata.precision'
+];
+
 with checked as (
     select row_nr, raw, json_valid(raw) as is_json
     from lines
@@ -21,63 +52,10 @@ extracted as (
     select
         row_nr,
         is_json,
-        -- The same paths in the same order as v below, then '$.grade' (whose type alone is
-        -- needed: serializing its fragment would cost as much as the record's).
-        case when is_json then json_type(raw, [
-            '$',
-            '$.run_id',
-            '$.agent',
-            '$.agent_version',
-            '$.problem_id',
-            '$.env_type',
-            '$.graded_at',
-            '$.defect_id',
-            '$.cwe',
-            '$.project',
-            '$.trial',
-            '$.cost_usd',
-            '$.tokens',
-            '$.wall_seconds',
-            '$.grade.subscores',
-            '$.grade.weights',
-            '$.grade.metadata',
-            '$.grade.penalties',
-            '$.grade.env_internal_failure',
-            '$.grade.env_internal_failure_logs',
-            '$.grade.allow_unbounded',
-            '$.grade.metadata.minimization.final_size',
-            '$.grade.metadata.minimization.minimal_size',
-            '$.grade.metadata.recall',
-            '$.grade.metadata.precision',
-            '$.grade'
-        ]) end as t,
-        case when is_json then json_extract(raw, [
-            '$',
-            '$.run_id',
-            '$.agent',
-            '$.agent_version',
-            '$.problem_id',
-            '$.env_type',
-            '$.graded_at',
-            '$.defect_id',
-            '$.cwe',
-            '$.project',
-            '$.trial',
-            '$.cost_usd',
-            '$.tokens',
-            '$.wall_seconds',
-            '$.grade.subscores',
-            '$.grade.weights',
-            '$.grade.metadata',
-            '$.grade.penalties',
-            '$.grade.env_internal_failure',
-            '$.grade.env_internal_failure_logs',
-            '$.grade.allow_unbounded',
-            '$.grade.metadata.minimization.final_size',
-            '$.grade.metadata.minimization.minimal_size',
-            '$.grade.metadata.recall',
-            '$.grade.metadata.precision'
-        ]) end as v,
+        -- Every path's type, then '$.grade''s (whose type alone is needed: serializing
+        -- its fragment would cost as much as the record's).
+        case when is_json then json_type(raw, list_concat(task_paths(), ['$.grade'])) end as t,
+        case when is_json then json_extract(raw, task_paths()) end as v,
         case when is_json then json_keys(raw, [
             '$', '$.grade', '$.grade.subscores', '$.grade.weights', '$.grade.penalties'
         ]) end as k
