@@ -40,7 +40,7 @@ from rich.table import Table
 from pipeline import stats
 
 KEY: Final = ("problem_id", "env_type")
-SQL_QUERIES: Final = Path(__file__).resolve().parents[1] / "sql" / "queries"
+SQL_QUERIES: Final = Path(__file__).resolve().parent / "sql" / "queries"
 
 RUN_COLUMNS: Final = (
     "run_id",

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 
 @cache

@@ -495,7 +495,7 @@ def _version_history_view(runs: pl.DataFrame) -> pl.DataFrame:
     con = duckdb.connect()
     try:
         con.register("task_runs", runs)
-        con.execute((REPO / "sql" / "50_version_history.sql").read_text())
+        con.execute((REPO / "pipeline" / "sql" / "50_version_history.sql").read_text())
         frame = con.sql("select * from version_history order by agent, version_index").pl()
         assert isinstance(frame, pl.DataFrame)
         return frame
