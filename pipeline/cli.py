@@ -286,6 +286,43 @@ def query(
         console.print(table, highlight=False, markup=False)
 
 
+@app.command()
+def check(
+    lake: LakeOption = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Verify the lake's invariants: exit 0 when all hold, 1 listing each violation."""
+    if not lake.is_dir() or not (lake / "_state").is_dir():
+        errors.print(
+            f"[bold red]usage:[/] {lake} is not a lake (no _state/ folder)", highlight=False
+        )
+        raise typer.Exit(EXIT_USAGE)
+    from pipeline.check import check_lake
+
+    report = check_lake(lake)
+    if as_json:
+        import json
+
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "lake": report.lake,
+                    "ok": report.ok,
+                    "checked": report.checked,
+                    "violations": report.violations,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    else:
+        for violation in report.violations:
+            console.print(f"violation: {violation}", highlight=False, markup=False)
+        verdict = "all invariants hold" if report.ok else f"{len(report.violations)} violation(s)"
+        console.print(f"{lake}: {verdict} ({', '.join(report.checked)})", highlight=False)
+    raise typer.Exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
 @app.command("replay-quarantine")
 def replay_quarantine(
     lake: LakeOption = DEFAULT_LAKE,

@@ -557,6 +557,8 @@ def print_score_result(console: Console, result: ScoreResult) -> None:
         f"under rubric {result.rubric_id} in {result.seconds:.2f}s",
         highlight=False,
     )
+    for note in result.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
 
 
 def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None:

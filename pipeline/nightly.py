@@ -19,6 +19,7 @@ from rich.table import Table
 
 from pipeline import jobs
 from pipeline import lake as lk
+from pipeline.check import check_lake_locked
 from pipeline.progress import timed
 from pipeline.reader import expand_inputs
 from pipeline.rubric import Rubric
@@ -49,6 +50,9 @@ class NightlySummary:
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     summary_file: str | None = None
+    # The lake checker's verdict on the lake this run left (pipeline/check.py).
+    check_ok: bool | None = None
+    check_violations: list[str] = field(default_factory=list)
 
 
 def file_digest(path: Path) -> str:
@@ -133,6 +137,10 @@ def nightly(
             summary.full_rescore = result.full
             with timed(seconds, "warehouse"):
                 build_warehouse(lake, rubric.rubric_id)
+        with timed(seconds, "check"):
+            verdict = check_lake_locked(lake)
+        summary.check_ok = verdict.ok
+        summary.check_violations = verdict.violations
         summary.seconds = seconds
         summary.notes = notes
         stamp = started.strftime("%Y%m%dT%H%M%S%fZ")
@@ -172,4 +180,8 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     console.print(table)
     for note in summary.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
+    for violation in summary.check_violations:
+        console.print(f"check: {violation}", highlight=False, markup=False)
+    verdict = "all invariants hold" if summary.check_ok else "VIOLATIONS (see above)"
+    console.print(f"lake check: {verdict}", highlight=False)
     console.print(f"summary: {summary.summary_file}", highlight=False)

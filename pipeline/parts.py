@@ -25,6 +25,8 @@ MANIFESTS = "_parts"
 LEDGER = "ledger"
 # The schema-only files the warehouse keeps so globs match; not parts.
 EMPTY_STEM = "empty"
+# The landed tables whose rows name the input file they came from.
+SOURCED_TABLES = ("task_runs", "surface_runs", "quarantine")
 
 
 @dataclass
@@ -69,42 +71,117 @@ def _score_files(lake: Path) -> list[Path]:
     return sorted(root.glob("*/*/*.parquet")) if root.is_dir() else []
 
 
-def check_and_repair(lake: Path) -> Repair:
-    """Remove broken parts and unreadable score files; see the module docstring."""
-    repair = Repair()
-    manifests = {
-        path.stem: lk.read_json(path, None)
-        for path in sorted((lake / MANIFESTS).glob("*.json"))
-        if (lake / MANIFESTS).is_dir()
-    }
+@dataclass
+class Survey:
+    """What is wrong with the lake's parts, found without changing anything."""
+
+    manifests: dict[str, dict[str, Any] | None]
+    broken: dict[str, str]
+    # Landed files of parts that have no manifest at all (deleted by hand, say).
+    orphans: dict[str, list[Path]]
+    # Landed files of broken parts, and score files of no part that is whole.
+    strays: list[Path]
+    unreadable_scores: list[Path]
+
+
+def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
+    """The manifest of an orphaned part, read back from its files; None if one is unreadable."""
+    tables: dict[str, int] = {}
+    sources: set[str] = set()
+    for path in files:
+        rows = _rows(path)
+        if rows is None:
+            return None
+        tables[path.parent.name] = rows
+        if path.parent.name in SOURCED_TABLES:
+            column = pq.read_table(path, columns=["source"]).column("source")
+            sources.update(str(s) for s in column.unique().to_pylist())
+    return manifest(tables, sorted(sources))
+
+
+def survey(lake: Path) -> Survey:
+    directory = lake / MANIFESTS
+    manifests: dict[str, dict[str, Any] | None] = (
+        {path.stem: lk.read_json(path, None) for path in sorted(directory.glob("*.json"))}
+        if directory.is_dir()
+        else {}
+    )
     broken: dict[str, str] = {}
     for part, document in manifests.items():
         problem = _part_problem(lake, part, document) if document else f"part {part}: bad manifest"
         if problem:
             broken[part] = problem
-    whole = set(manifests) - set(broken)
-    doomed: list[Path] = []
+    orphans: dict[str, list[Path]] = {}
+    strays: list[Path] = []
     for table in lk.LANDED_TABLES:
         for path in lk.parquet_files(lk.table_dir(lake, table)):
-            if path.stem != EMPTY_STEM and path.stem not in whole:
-                doomed.append(path)
+            if path.stem == EMPTY_STEM or (path.stem in manifests and path.stem not in broken):
+                continue
+            if path.stem in broken:
+                strays.append(path)
+            else:
+                orphans.setdefault(path.stem, []).append(path)
+    whole = (set(manifests) - set(broken)) | set(orphans)
+    unreadable: list[Path] = []
     for path in _score_files(lake):
         if path.stem == EMPTY_STEM:
             continue
         if path.stem not in whole:
-            doomed.append(path)
+            strays.append(path)
         elif _rows(path) is None:
-            doomed.append(path)
-            repair.problems.append(f"{path} is not a readable Parquet file; it is scored again")
-    if not broken and not doomed:
+            unreadable.append(path)
+    return Survey(manifests, broken, orphans, strays, unreadable)
+
+
+def part_problems(lake: Path) -> list[str]:
+    """Every problem ``check_and_repair`` would mend, as lines, changing nothing."""
+    found = survey(lake)
+    return (
+        list(found.broken.values())
+        + [
+            f"part {part} has no manifest ({len(files)} files)"
+            for part, files in found.orphans.items()
+        ]
+        + [f"{path} belongs to no whole part" for path in found.strays]
+        + [f"{path} is not a readable Parquet file" for path in found.unreadable_scores]
+    )
+
+
+def check_and_repair(lake: Path) -> Repair:
+    """Mend what ``survey`` finds; see the module docstring. Every change gets a note."""
+    repair = Repair()
+    found = survey(lake)
+    broken = dict(found.broken)
+    rebuilt: dict[str, dict[str, Any]] = {}
+    lost_sources: set[str] = set()
+    doomed = found.strays + found.unreadable_scores
+    for part, files in found.orphans.items():
+        document = _rebuilt_manifest(files)
+        if document is None:
+            broken[part] = f"part {part} has no manifest and a file that cannot be read"
+            doomed.extend(files)
+        else:
+            rebuilt[part] = document
+            repair.problems.append(
+                f"part {part} had no manifest; rebuilt from its {len(files)} files "
+                f"({sum(document['tables'].values())} rows)"
+            )
+    repair.problems.extend(
+        f"{path} is not a readable Parquet file; it is scored again"
+        for path in found.unreadable_scores
+    )
+    if not broken and not doomed and not rebuilt:
         return repair
+    for part in broken:
+        lost_sources.update((found.manifests.get(part) or {}).get("sources", []))
     ledger: dict[str, dict[str, Any]] = lk.read_json(lk.state_path(lake, LEDGER), {})
-    lost_sources = {s for part in broken for s in (manifests[part] or {}).get("sources", [])}
     with lk.Transaction(lake) as tx:
         for path in doomed:
             tx.delete(path)
         for part in broken:
             tx.delete(manifest_path(lake, part))
+        for part, document in rebuilt.items():
+            tx.write_json(manifest_path(lake, part), document)
         if lost_sources and ledger:
             kept = {k: v for k, v in ledger.items() if v.get("path") not in lost_sources}
             tx.write_json(lk.state_path(lake, LEDGER), kept)

@@ -1,0 +1,231 @@
+"""The lake checker: the invariants every command must leave true, verified from the lake.
+
+``check_lake`` reads and never writes (it takes the lake's lock so that it sees
+no run half-applied) and returns every violation as data, one line each:
+
+- parts: every landed file belongs to a part whose manifest lists it, with the
+  row count its footer says; no interrupted run is waiting to be finished;
+- lines: every source line is in exactly one place: a run_id lands once, a
+  (source, line) is not both landed and quarantined, nor quarantined twice;
+- rubric: the current rubric parses to the same content and id, and lineage
+  holds the same content under that id;
+- scores: every landed run has a score under the current rubric, and no score
+  belongs to a run that is not landed;
+- warehouse: the file opens, was built under the current rubric, and every
+  view answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import lake as lk
+from pipeline.parts import part_problems
+
+# How many offending keys a violation names before it says "and N more".
+SHOWN = 5
+
+
+@dataclass
+class CheckReport:
+    lake: str
+    checked: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def _some(values: pl.Series) -> str:
+    shown = ", ".join(str(v) for v in values.head(SHOWN).to_list())
+    more = values.len() - SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _landed(lake: Path, table: str, columns: list[str]) -> pl.DataFrame:
+    from schemas import polars_schema
+    from schemas.registry import LANDED
+
+    schema = polars_schema(LANDED[table])
+    files = [p for p in lk.parquet_files(lk.table_dir(lake, table)) if p.stem != "empty"]
+    return lk.scan_files(files, schema).select(columns).collect()
+
+
+def check_parts(lake: Path) -> list[str]:
+    problems = part_problems(lake)
+    staging = lake / "_staging"
+    if staging.is_dir():
+        problems += [
+            f"an interrupted run left {stage}; the next run, score or nightly finishes or "
+            "discards it"
+            for stage in sorted(staging.iterdir())
+        ]
+    return problems
+
+
+def check_lines(lake: Path) -> list[str]:
+    problems: list[str] = []
+    runs = pl.concat(
+        [
+            _landed(lake, "task_runs", ["run_id", "source", "line"]),
+            _landed(lake, "surface_runs", ["run_id", "source", "line"]),
+        ]
+    )
+    twice = runs.filter(pl.col("run_id").is_duplicated())["run_id"].unique().sort()
+    if twice.len():
+        problems.append(f"run_id landed more than once: {_some(twice)}")
+    quarantined = unresolved_quarantine(lake)
+    both = runs.join(quarantined, on=["source", "line"], how="semi")
+    if both.height:
+        where = both.select(pl.format("{}:{}", "source", "line")).to_series().sort()
+        problems.append(f"line both landed and quarantined: {_some(where)}")
+    again = (
+        quarantined.filter(pl.struct("source", "line").is_duplicated())
+        .select(pl.format("{}:{}", "source", "line"))
+        .to_series()
+        .unique()
+        .sort()
+    )
+    if again.len():
+        problems.append(f"line quarantined more than once: {_some(again)}")
+    return problems
+
+
+def unresolved_quarantine(lake: Path) -> pl.DataFrame:
+    """Quarantined lines (source, line) still waiting for a fix (whole-file rows excluded)."""
+    return _landed(lake, "quarantine", ["source", "line"]).filter(pl.col("line") > 0)
+
+
+def check_rubric(lake: Path) -> list[str]:
+    from pipeline.jobs import CURRENT_RUBRIC, known_rubrics
+    from pipeline.rubric import RubricError, parse_rubric
+
+    document = lk.read_json(lk.state_path(lake, CURRENT_RUBRIC), None)
+    if document is None:
+        has_runs = bool(_landed(lake, "task_runs", ["run_id"]).height) or bool(
+            _landed(lake, "surface_runs", ["run_id"]).height
+        )
+        return ["runs have landed but the lake has no current rubric"] if has_runs else []
+    stored_id, resolved = document.get("rubric_id"), document.get("resolved")
+    try:
+        parsed = parse_rubric({"rubric_id": stored_id, **(resolved or {})})
+    except RubricError as exc:
+        return [f"the stored current rubric does not parse: {exc}"]
+    problems: list[str] = []
+    if dict(parsed.resolved) != resolved:
+        problems.append(f"the stored rubric {stored_id} is not in its resolved form")
+    if str(stored_id).startswith("sha256:"):
+        content_id = parse_rubric(dict(resolved or {})).rubric_id
+        if content_id != stored_id:
+            problems.append(f"the stored rubric's id {stored_id} is not its content's {content_id}")
+    known = known_rubrics(lake).get(str(stored_id))
+    if known != resolved:
+        problems.append(f"lineage holds other content (or none) for rubric {stored_id}")
+    return problems
+
+
+def check_scores(lake: Path) -> list[str]:
+    from pipeline.jobs import current_rubric
+    from schemas import polars_schema
+    from schemas.registry import SCORED
+
+    rubric = current_rubric(lake)
+    if rubric is None:
+        return []
+    problems: list[str] = []
+    for runs_table, scores_table in (
+        ("task_runs", "task_scores"),
+        ("surface_runs", "surface_scores"),
+    ):
+        landed = _landed(lake, runs_table, ["run_id"])
+        files = lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, scores_table))
+        scored = (
+            lk.scan_files(files, polars_schema(SCORED[scores_table]))
+            .select("run_id", "rubric_id")
+            .collect()
+        )
+        unscored = landed.join(scored, on="run_id", how="anti")["run_id"].sort()
+        if unscored.len():
+            problems.append(
+                f"{unscored.len()} {runs_table} without a score under the current rubric "
+                f"{rubric.rubric_id}: {_some(unscored)}"
+            )
+        orphans = scored.join(landed, on="run_id", how="anti")["run_id"].sort()
+        if orphans.len():
+            problems.append(f"{scores_table} for runs that are not landed: {_some(orphans)}")
+        other = scored.filter(pl.col("rubric_id") != rubric.rubric_id)["rubric_id"].unique()
+        if other.len():
+            problems.append(f"{scores_table} of rubric {rubric.rubric_id} say {_some(other)}")
+    return problems
+
+
+def check_warehouse(lake: Path) -> list[str]:
+    import duckdb
+
+    from pipeline.jobs import current_rubric
+    from pipeline.warehouse import built_rubric_id, warehouse_path
+
+    path = warehouse_path(lake)
+    if not path.exists():
+        return [f"no warehouse at {path}: run `python -m pipeline score` to build it"]
+    rubric = current_rubric(lake)
+    built = built_rubric_id(lake)
+    if built is None:
+        return [f"the warehouse {path} cannot be opened or has no build record"]
+    problems: list[str] = []
+    if rubric is not None and built != rubric.rubric_id:
+        problems.append(
+            f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
+        )
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        names = [
+            row[0]
+            for row in con.execute(
+                "select table_name from information_schema.tables order by table_name"
+            ).fetchall()
+        ]
+        for name in names:
+            try:
+                con.execute(f'select count(*) from "{name}"').fetchone()  # noqa: S608 (a catalog name)
+            except duckdb.Error as exc:
+                problems.append(f"view {name} does not answer: {exc}")
+    finally:
+        con.close()
+    return problems
+
+
+CHECKS: dict[str, Callable[[Path], list[str]]] = {
+    "parts": check_parts,
+    "lines": check_lines,
+    "rubric": check_rubric,
+    "scores": check_scores,
+    "warehouse": check_warehouse,
+}
+
+
+def check_lake_locked(lake: Path) -> CheckReport:
+    """check_lake(), for a caller that already holds the lake's lock (the nightly job)."""
+    report = CheckReport(lake=str(lake))
+    for name, check in CHECKS.items():
+        report.checked.append(name)
+        try:
+            found = check(lake)
+        except Exception as exc:  # a check that cannot even read is itself a violation
+            found = [f"could not be checked ({type(exc).__name__}: {exc})"]
+        report.violations.extend(f"{name}: {problem}" for problem in found)
+    return report
+
+
+def check_lake(lake: Path) -> CheckReport:
+    """Every invariant of the lake, read under its lock; see the module docstring."""
+    with lk.lake_lock(lake):
+        return check_lake_locked(lake)
+
+
+__all__ = ["CHECKS", "CheckReport", "check_lake", "check_lake_locked"]

@@ -1,0 +1,121 @@
+"""`pipeline check`: the lake's invariants, from the user's side (commands, then the lake)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    where = tmp_path / "lake"
+    code, output = invoke("run", str(SAMPLE / "tasks"), str(SAMPLE / "bad"), "--lake", str(where))
+    assert code == 0, output
+    return where
+
+
+def violations(lake: Path) -> tuple[int, list[str]]:
+    code, output = invoke("check", "--lake", str(lake), "--json")
+    return code, json.loads(output)["violations"]
+
+
+def test_a_lake_the_commands_left_passes(lake: Path) -> None:
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 0, output
+    assert "all invariants hold" in output
+
+
+def test_not_a_lake_is_a_usage_error_and_creates_nothing(tmp_path: Path) -> None:
+    typo = tmp_path / "laek"
+    code, output = invoke("check", "--lake", str(typo))
+    assert code == 2
+    assert "is not a lake" in output
+    assert not typo.exists()
+
+
+def test_a_deleted_manifest_is_reported_then_rebuilt_with_a_note(lake: Path) -> None:
+    manifests = sorted((lake / "_parts").glob("*.json"))
+    doomed = manifests[0]
+    document = json.loads(doomed.read_text())
+    doomed.unlink()
+    code, found = violations(lake)
+    assert code == 1
+    assert any(f"part {doomed.stem} has no manifest" in v for v in found), found
+
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    assert f"part {doomed.stem} had no manifest; rebuilt" in output
+    # Nothing was deleted: the rebuilt manifest names the same files, rows and sources.
+    assert json.loads(doomed.read_text()) == document
+    assert violations(lake) == (0, [])
+
+
+def test_a_missing_score_file_is_reported_until_scoring_mends_it(lake: Path) -> None:
+    score_file = next(
+        p for p in (lake / "scores").glob("*/task_scores/*.parquet") if p.stem != "empty"
+    )
+    score_file.unlink()
+    code, found = violations(lake)
+    assert code == 1
+    assert any("task_runs without a score under the current rubric" in v for v in found), found
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    assert violations(lake) == (0, [])
+
+
+def test_a_removed_warehouse_and_a_tampered_rubric_are_named(lake: Path) -> None:
+    (lake / "warehouse.duckdb").unlink()
+    state = lake / "_state" / "current_rubric.json"
+    document = json.loads(state.read_text())
+    document["resolved"]["task"]["penalty_scale"] = 2.0
+    state.write_text(json.dumps(document))
+    code, found = violations(lake)
+    assert code == 1
+    assert any(v.startswith("warehouse: no warehouse at") for v in found), found
+    assert any("is not its content's" in v for v in found), found
+
+
+def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
+    """A landed run's line also sitting in the quarantine breaks 'one state per line'."""
+    import polars as pl
+
+    runs = pl.read_parquet(next(p for p in (lake / "task_runs").glob("*.parquet")))
+    quarantine_file = next(p for p in (lake / "quarantine").glob("*.parquet") if p.stem != "empty")
+    quarantine = pl.read_parquet(quarantine_file)
+    twin = quarantine.head(1).with_columns(
+        source=pl.lit(runs["source"][0]), line=pl.lit(runs["line"][0], dtype=pl.Int64)
+    )
+    pl.concat([quarantine, twin]).write_parquet(quarantine_file)
+    manifest = lake / "_parts" / f"{quarantine_file.stem}.json"
+    document = json.loads(manifest.read_text())
+    document["tables"]["quarantine"] += 1
+    manifest.write_text(json.dumps(document))
+    code, found = violations(lake)
+    assert code == 1
+    assert any("line both landed and quarantined" in v for v in found), found
+
+
+def test_nightly_ends_with_the_check_in_its_summary(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    shutil.copytree(SAMPLE / "tasks", inbox)
+    lake = tmp_path / "lake"
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert "lake check: all invariants hold" in output
+    summary = json.loads(next((lake / "_runs").glob("nightly-*.json")).read_text())
+    assert summary["check_ok"] is True
+    assert summary["check_violations"] == []
