@@ -30,8 +30,8 @@ from pipeline import lake as lk
 from pipeline import simulate as sim
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.warehouse import build_warehouse, connect_read_only
+from tests.paths import REAL_REPORTS
 
-REAL_REPORTS = Path(__file__).resolve().parents[1].parent / "shared" / "real" / "mcp-xray-reports"
 KEYS = {
     "task_scores": ["run_id"],
     "task_component_scores": ["run_id", "component"],
