@@ -238,6 +238,7 @@ def _score_on_spark(lake: Path, rubric: Rubric, session: Any) -> dict[str, int]:
         return score_with_spark(lake, rubric, _parts(lake), tx, spark=session)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rubric_doc", [{}, CHANGED_RUBRIC], ids=["default", "changed"])
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
@@ -287,6 +288,7 @@ def test_spark_writes_what_the_local_engine_writes(
         assert_frame_equal(left, right)
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
 @pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or "")
