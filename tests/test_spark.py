@@ -73,11 +73,9 @@ def _spark_missing() -> str | None:
 
 
 SPARK_MISSING = _spark_missing()
-needs_spark = [
-    pytest.mark.spark,
-    pytest.mark.xdist_group("spark"),
-    pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or ""),
-]
+# The Spark engine's tests share one lake and one JVM: one worker (make test runs
+# --dist loadgroup) and the slow tier.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 
 @pytest.fixture(scope="session")
@@ -238,10 +236,8 @@ def _score_on_spark(lake: Path, rubric: Rubric, session: Any) -> dict[str, int]:
         return score_with_spark(lake, rubric, _parts(lake), tx, spark=session)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("rubric_doc", [{}, CHANGED_RUBRIC], ids=["default", "changed"])
 @pytest.mark.spark
-@pytest.mark.xdist_group("spark")
 @pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or "")
 def test_spark_writes_what_the_local_engine_writes(
     landed: Path, tmp_path: Path, spark: Any, rubric_doc: dict[str, Any]
@@ -288,9 +284,7 @@ def test_spark_writes_what_the_local_engine_writes(
         assert_frame_equal(left, right)
 
 
-@pytest.mark.slow
 @pytest.mark.spark
-@pytest.mark.xdist_group("spark")
 @pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or "")
 def test_an_aborted_spark_scoring_leaves_the_lake_as_it_was(
     landed: Path, tmp_path: Path, spark: Any
