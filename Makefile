@@ -2,21 +2,36 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 N ?= 100000
 
-.PHONY: setup run test lint typecheck format bench sample clean
+.PHONY: setup setup-dev run test test-fast lint typecheck format bench sample clean
 
-# The Spark extra is installed too, so `make test` runs the Spark engine's test.
-EXTRAS ?= dev,spark
+# Running needs only the pipeline's own dependencies; `make run EXTRAS=spark` adds Spark
+# for `--engine spark`. Tests and the linters add the dev tools and Spark (its engine's
+# tests run too).
+EXTRAS ?=
+DEV_EXTRAS := dev,spark
 
-$(STAMP): pyproject.toml
+# One stamp per extras set: asking for an extra that is not installed yet runs pip again,
+# and `make run` after `make test` installs nothing.
+comma := ,
+stamp = $(VENV)/.installed-$(or $(subst $(comma),-,$(1)),base)
+RUN_STAMP := $(call stamp,$(EXTRAS))
+DEV_STAMP := $(call stamp,$(DEV_EXTRAS))
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
-	touch $(STAMP)
 
-setup: $(STAMP)
+# The stamp's suffix names the extras: .installed-dev-spark installs '.[dev,spark]',
+# .installed-base the pipeline alone.
+$(VENV)/.installed-%: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])'
+	touch $@
+
+setup: $(RUN_STAMP)
+
+setup-dev: $(DEV_STAMP)
 
 run: setup
 	$(BIN)/python -m pipeline run
@@ -24,19 +39,25 @@ run: setup
 sample: setup
 	$(BIN)/python -m pipeline simulate --out data/sample
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: setup
+typecheck: setup-dev
 	$(BIN)/mypy
 
-format: setup
+format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# loadgroup keeps the tests marked xdist_group("spark") on one worker, one JVM.
 test: lint typecheck
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# The fast tier: everything but the tests marked slow (kill -9, Spark, Chromium, the
+# wheel, large fuzz and simulation runs); no linters.
+test-fast: setup-dev
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow"
 
 bench: setup
 	$(BIN)/python -m bench.run --n $(N)

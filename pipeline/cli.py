@@ -7,23 +7,22 @@ refused rubric, before any work; 1 anything else that failed.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+# typer vendors click; its usage errors are not re-exported under a public name.
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
 
 from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError
 from pipeline.rubric import Rubric, RubricError, load_rubric
-from pipeline.warehouse import WarehouseError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Graded agent runs and mcp-xray surface grades into a DuckDB warehouse.",
-)
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
 
@@ -33,13 +32,71 @@ EXIT_USAGE = 2
 DEFAULT_SAMPLE = Path("data/sample")
 
 
+class Commands(TyperGroup):
+    """Every way in (``python -m pipeline`` and typer's CliRunner alike) gets the same exit
+    codes and one-line errors: a usage error exits 2, anything else that fails exits 1."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except Exception as exc:
+            code = _failure_code(exc)
+        if not standalone_mode:
+            return code
+        sys.exit(code or EXIT_OK)
+
+
+def _failure_code(exc: Exception) -> int:
+    """Say what failed on one line; the exit code for it."""
+    if isinstance(exc, NoArgsIsHelpError):
+        exc.show()
+        return EXIT_USAGE
+    if isinstance(exc, UsageError):
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        errors.print(f"[bold red]usage:[/] {escape(exc.format_message())}{hint}", highlight=False)
+        return EXIT_USAGE
+    if isinstance(exc, typer.Abort):
+        errors.print("[bold red]aborted[/]", highlight=False)
+        return EXIT_FAILED
+    if isinstance(exc, LakeBusyError):
+        errors.print(f"[bold red]busy:[/] {escape(str(exc))}", highlight=False)
+        return EXIT_FAILED
+    # Imported here, not at the top: the warehouse module pulls in DuckDB and Polars,
+    # which `--help` and usage errors never need.
+    from pipeline.warehouse import WarehouseError
+
+    named = "" if isinstance(exc, InputError | WarehouseError) else f"{type(exc).__name__}: "
+    errors.print(f"[bold red]failed:[/] {named}{escape(str(exc))}", highlight=False)
+    return EXIT_FAILED
+
+
+# Plain (not rich) help: rich help shows a `<bool>` value on flags that take none.
+app = typer.Typer(
+    cls=Commands,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Graded agent runs and mcp-xray surface grades into a DuckDB warehouse.",
+)
+
+
 class Engine(StrEnum):
     local = "local"
     spark = "spark"
 
 
 LakeOption = Annotated[
-    Path, typer.Option("--lake", help="Folder where everything lands, as Parquet.")
+    Path,
+    typer.Option("--lake", file_okay=False, help="Folder where everything lands, as Parquet."),
 ]
 MaxBytesOption = Annotated[
     int | None,
@@ -344,15 +401,5 @@ def replay_quarantine(
 
 
 def main() -> None:
-    """Typer reports usage errors itself (exit 2); anything else that fails exits 1."""
-    try:
-        app()
-    except LakeBusyError as exc:
-        errors.print(f"[bold red]busy:[/] {exc}", highlight=False)
-        sys.exit(EXIT_FAILED)
-    except (InputError, WarehouseError) as exc:
-        errors.print(f"[bold red]failed:[/] {exc}", highlight=False)
-        sys.exit(EXIT_FAILED)
-    except Exception as exc:
-        errors.print(f"[bold red]failed:[/] {type(exc).__name__}: {exc}", highlight=False)
-        sys.exit(EXIT_FAILED)
+    """``python -m pipeline``: exit codes come from ``Commands.main``."""
+    app()

@@ -30,9 +30,12 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+# polars is imported where a frame is built, so that `python -m pipeline --help` (which
+# imports this module for its errors and default lake) starts without it.
+if TYPE_CHECKING:
+    import polars as pl
 
 DEFAULT_LAKE = Path("data/lake")
 
@@ -152,6 +155,8 @@ def scan_table(directory: Path, schema: pl.Schema) -> pl.LazyFrame:
 
 def scan_files(files: list[Path], schema: pl.Schema) -> pl.LazyFrame:
     """Parquet files of one table, or an empty frame of its schema."""
+    import polars as pl
+
     if not files:
         return pl.LazyFrame(schema=schema)
     return pl.scan_parquet(files, missing_columns="insert", extra_columns="ignore", schema=schema)

@@ -81,7 +81,7 @@ def check_read_only(sql: str) -> list[str]:
             inner = explained[0]
         if inner.type not in READING:
             raise QueryRefused(
-                f"refused: a {_statement_type_name(inner.type)} statement is not read-only "
+                f"a {_statement_type_name(inner.type)} statement is not read-only "
                 f"({inner.query.strip()[:80]}); the warehouse is for reading, "
                 "only SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
             )

@@ -200,7 +200,7 @@ def _finding(rng: random.Random, kind: str, tools: list[str]) -> dict[str, Any]:
 
 
 def surface_report(rng: random.Random, run_id: str | None) -> dict[str, Any]:
-    """An mcp-xray report shaped like ``shared/real/mcp-xray-reports/*.json``."""
+    """An mcp-xray report shaped like ``tests/fixtures/mcp-xray/*.json``."""
     tool_count = rng.randint(1, 6)
     tools = [f"tool_{k}" for k in range(tool_count)]
     tokens = rng.randint(100, 5000)

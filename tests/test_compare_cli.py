@@ -1,10 +1,8 @@
-"""compare and history end to end: JSON Lines in, `python -m pipeline run`, then the CLI."""
+"""compare and history end to end: JSON Lines in, `pipeline run`, then the CLI (in-process)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.clirunner import Done, pipeline
+
 N_PROBLEMS = 30
 TRIALS = 2
 EFFECT = -0.15  # on the three gated exploit components, weight 0.4 together
@@ -90,17 +89,6 @@ def _grader_error(version: str, day: int) -> dict[str, Any]:
     }
 
 
-def _pipeline(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("compare_cli")
@@ -117,13 +105,13 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     (inputs / "extra.jsonl").write_text("".join(json.dumps(r) + "\n" for r in extra))
     out = root / "lake"
-    done = _pipeline("run", str(inputs), "--lake", str(out))
+    done = pipeline("run", str(inputs), "--lake", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 
 
-def _compare(lake: Path, baseline: str, candidate: str, *extra: str) -> Any:
-    done = _pipeline(
+def _compare(lake: Path, baseline: str, candidate: str, *extra: str) -> Done:
+    done = pipeline(
         "compare",
         "--agent",
         "cli-agent",
@@ -185,14 +173,14 @@ def test_unknown_version_is_bad_usage(lake: Path) -> None:
 
 
 def test_history_in_graded_order_with_paired_steps(lake: Path) -> None:
-    done = _pipeline("history", "--agent", "cli-agent", "--lake", str(lake), "--json")
+    done = pipeline("history", "--agent", "cli-agent", "--lake", str(lake), "--json")
     assert done.returncode == 0, done.stderr
     versions = json.loads(done.stdout)["versions"]
     assert [v["agent_version"] for v in versions] == ["1.0", "1.0-rerun", "2.0"]
     assert versions[1]["step"]["verdict"] == "no_change"
     assert versions[2]["step"]["verdict"] == "regression"
     assert versions[2]["grader_errors"] == 1
-    table = _pipeline("history", "--agent", "cli-agent", "--lake", str(lake))
+    table = pipeline("history", "--agent", "cli-agent", "--lake", str(lake))
     assert table.returncode == 0 and "regression" in table.stdout
 
 

@@ -99,6 +99,7 @@ def check_fates(lines: list[Line], source: Path, lake: Path, report: IngestRepor
         assert quarantine["reason"].str.len_chars().min() > 0  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_ten_thousand_seeded_lines_each_meet_their_fate(tmp_path: Path) -> None:
     lines = corpus(BIG_RUN_LINES, seed=SEED)
     source = tmp_path / "fuzz.jsonl"
@@ -150,6 +151,7 @@ def expected_line_count(generated: GeneratedFile) -> int:
     return body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(generated=mutated_files())
 def test_mutated_files_account_for_every_line(generated: GeneratedFile) -> None:
@@ -170,6 +172,7 @@ def test_mutated_files_account_for_every_line(generated: GeneratedFile) -> None:
             check_fates(generated.lines, source, lake, report)
 
 
+@pytest.mark.slow
 @settings(FUZZ_SETTINGS, max_examples=8)
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1), crlf=st.booleans())
 def test_a_report_file_lands_once_however_it_is_laid_out(seed: int, crlf: bool) -> None:

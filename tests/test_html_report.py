@@ -69,6 +69,7 @@ def _chromium() -> str:
     pytest.skip("chromium not installed: `apt-get install -y chromium` (.ci/run does) to run it")
 
 
+@pytest.mark.slow
 @pytest.mark.chromium
 def test_page_renders_in_headless_chromium_with_its_charts(tmp_path: Path) -> None:
     browser = _chromium()

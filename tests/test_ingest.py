@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +15,7 @@ from pipeline import jobs
 from pipeline import lake as lk
 from pipeline.reader import read_lines
 from pipeline.rubric import parse_rubric
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.clirunner import pipeline
 
 
 def record(run_id: str = "r1", **overrides: Any) -> dict[str, Any]:
@@ -268,13 +265,7 @@ def test_cli_run_builds_a_warehouse_with_the_contract_views(tmp_path: Path) -> N
         tmp_path / "a.jsonl",
         [*lines_of(record("r1"), record("r2", agent_version="1.1.0")), "garbage"],
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "run", str(source), "--lake", str(lake)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = pipeline("run", source, "--lake", lake)
     assert done.returncode == 0, done.stderr
     assert "warehouse.duckdb" in done.stdout
     con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
@@ -300,21 +291,7 @@ def test_cli_run_builds_a_warehouse_with_the_contract_views(tmp_path: Path) -> N
 
 
 def test_missing_input_is_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline",
-            "ingest",
-            str(tmp_path / "nope.jsonl"),
-            "--lake",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = pipeline("ingest", tmp_path / "nope.jsonl", "--lake", tmp_path)
     assert done.returncode == 2
     assert "nope.jsonl" in done.stderr
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -181,6 +182,7 @@ def test_a_rubric_id_from_a_file_never_becomes_a_path(tmp_path: Path) -> None:
         con.close()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=5,
     deadline=None,

@@ -150,6 +150,7 @@ def _nightly(inbox: Path, lake: Path, crash_at: int | None) -> int:
     return done.returncode
 
 
+@pytest.mark.slow
 def test_killed_at_seeded_points_then_rerun_gives_the_uninterrupted_warehouse(
     tmp_path: Path,
 ) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.rubric import DEFAULT_RUBRIC, RubricError, load_rubric, parse_rubric
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.clirunner import pipeline
 
 
 def test_defaults_are_the_contract_values() -> None:
@@ -119,13 +116,7 @@ def test_cli_refuses_bad_rubric_with_exit_2_before_any_work(tmp_path: Path) -> N
     rubric = tmp_path / "bad.toml"
     rubric.write_text("[task]\nminimization_multiple = 1.0\n")
     lake = tmp_path / "lake"
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "run", "--lake", str(lake), "--rubric", str(rubric)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = pipeline("run", "--lake", lake, "--rubric", rubric)
     assert done.returncode == 2
     assert "task.minimization_multiple = 1.0" in done.stderr
     assert not lake.exists()  # nothing read, nothing written

@@ -7,12 +7,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.python_scorer import score_record
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.score import TaskScoring, score_tasks
+
+# Hundreds of whole scorings each: the full suite runs them, the fast tier does not.
+pytestmark = pytest.mark.slow
 
 FramesFn = Callable[[Sequence[Mapping[str, Any]]], Any]
 TOLERANCE = 1e-9

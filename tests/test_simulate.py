@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import simulate as sim
+from tests.paths import REAL_REPORTS
 
-REAL_REPORTS = Path(__file__).resolve().parents[1].parent / "shared" / "real" / "mcp-xray-reports"
 GATES = {"exploit": "defect_matching", "detect": "defect_matching", "patch": "patch_verified"}
 FINDING_KINDS = {
     "token_cost",

@@ -30,8 +30,8 @@ from pipeline import lake as lk
 from pipeline import simulate as sim
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.warehouse import build_warehouse, connect_read_only
+from tests.paths import REAL_REPORTS
 
-REAL_REPORTS = Path(__file__).resolve().parents[1].parent / "shared" / "real" / "mcp-xray-reports"
 KEYS = {
     "task_scores": ["run_id"],
     "task_component_scores": ["run_id", "component"],
@@ -73,11 +73,9 @@ def _spark_missing() -> str | None:
 
 
 SPARK_MISSING = _spark_missing()
-needs_spark = [
-    pytest.mark.spark,
-    pytest.mark.xdist_group("spark"),
-    pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or ""),
-]
+# The Spark engine's tests share one lake and one JVM: one worker (make test runs
+# --dist loadgroup) and the slow tier.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 
 @pytest.fixture(scope="session")
@@ -240,7 +238,6 @@ def _score_on_spark(lake: Path, rubric: Rubric, session: Any) -> dict[str, int]:
 
 @pytest.mark.parametrize("rubric_doc", [{}, CHANGED_RUBRIC], ids=["default", "changed"])
 @pytest.mark.spark
-@pytest.mark.xdist_group("spark")
 @pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or "")
 def test_spark_writes_what_the_local_engine_writes(
     landed: Path, tmp_path: Path, spark: Any, rubric_doc: dict[str, Any]
@@ -288,7 +285,6 @@ def test_spark_writes_what_the_local_engine_writes(
 
 
 @pytest.mark.spark
-@pytest.mark.xdist_group("spark")
 @pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or "")
 def test_an_aborted_spark_scoring_leaves_the_lake_as_it_was(
     landed: Path, tmp_path: Path, spark: Any

@@ -778,6 +778,7 @@ _REPORTS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_REPORTS)
 def test_dimensions_in_range_and_overall_between_them(

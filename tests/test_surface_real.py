@@ -1,4 +1,4 @@
-"""Every real mcp-xray report (../shared/real/mcp-xray-reports, read in place) regraded:
+"""Every real mcp-xray report (tests/fixtures/mcp-xray) regraded:
 our overall within 0.1 of the report's own, the same letter, the worst phase named."""
 
 from __future__ import annotations
@@ -19,11 +19,15 @@ from schemas.surface import (
     SurfaceRun,
     SurfaceScore,
 )
+from tests.paths import REAL_REPORTS as REPORTS
 
-REPORTS = Path(__file__).resolve().parents[1].parent / "shared" / "real" / "mcp-xray-reports"
 FILES = sorted(REPORTS.glob("*.json"))
 
-pytestmark = pytest.mark.skipif(not FILES, reason=f"no real reports in {REPORTS}")
+
+def test_every_real_report_is_in_the_repository() -> None:
+    """35 LiveMCPBench servers and the two github-mcp-server reports (fixtures/README.md):
+    a missing fixture fails here instead of silently shrinking the parametrized tests."""
+    assert len(FILES) == 37
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,25 @@
+"""The command line in-process: typer's CliRunner over the app. ``Commands.main`` gives it
+the exit codes and one-line errors ``python -m pipeline`` has, without a process's start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a command did, named like ``subprocess.CompletedProcess``."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def pipeline(*args: str | Path) -> Done:
+    result = CliRunner().invoke(app, [str(arg) for arg in args])
+    return Done(result.exit_code, result.stdout, result.stderr)

@@ -1,0 +1,66 @@
+"""`python -m pipeline` as a real process: help and usage errors start without the data
+stack (imports are deferred to the commands that need them), and say things on one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("pandera", "polars", "duckdb", "scipy", "numpy", "pyarrow", "pyspark")
+
+
+def _pipeline(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pipeline", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _imported(stderr: str) -> set[str]:
+    """Top-level packages named by -X importtime (``import time: self | cumulative | name``)."""
+    rows = [line.split("|")[-1].strip() for line in stderr.splitlines() if "import time:" in line]
+    return {name.split(".")[0] for name in rows}
+
+
+@pytest.mark.parametrize("args", [("--help",), ("compare", "--help")])
+def test_help_imports_none_of_the_data_stack(tmp_path: Path, args: tuple[str, ...]) -> None:
+    done = _pipeline(tmp_path, *args)
+    assert done.returncode == 0, done.stderr
+    assert "pipeline" in _imported(done.stderr)
+    assert not _imported(done.stderr) & set(HEAVY)
+    assert "Usage:" in done.stdout
+    # Flags take no value, and help says none.
+    assert "<bool>" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("compare", "--agent", "a"), "Missing option '--baseline'"),
+        (("run", "--max-depth", "0"), "--max-depth"),
+    ],
+)
+def test_a_usage_error_exits_2_on_one_line_before_any_import(
+    tmp_path: Path, args: tuple[str, ...], says: str
+) -> None:
+    done = _pipeline(tmp_path, *args)
+    assert done.returncode == 2
+    said = [line for line in done.stderr.splitlines() if "import time:" not in line]
+    assert len(said) == 1 and says in said[0], said
+    assert said[0].startswith("usage:")
+    assert not _imported(done.stderr) & set(HEAVY)
+    assert not any(tmp_path.iterdir()), "a usage error wrote something"
+
+
+def test_a_lake_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "lake").write_text("not a folder")
+    done = _pipeline(tmp_path, "query", "select 1", "--lake", "lake")
+    said = [line for line in done.stderr.splitlines() if "import time:" not in line]
+    assert done.returncode == 2
+    assert len(said) == 1 and "--lake" in said[0] and "is a file" in said[0], said
