@@ -13,6 +13,7 @@ no score file under the current rubric yet.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,12 @@ class ScoreResult:
     # Where the seconds went (local engine): plan (the Polars scoring), checks (the
     # pandera models), writes (Parquet files into the transaction); the rest is commit.
     stages: dict[str, float] = field(default_factory=dict)
+    # The lake's rubric before this scoring (None: a new lake).
+    rubric_before: str | None = None
+
+    @property
+    def rubric_changed(self) -> bool:
+        return self.rubric_before != self.rubric_id
 
 
 @dataclass
@@ -106,6 +113,31 @@ def current_rubric(lake: Path) -> Rubric | None:
     if document is None:
         return None
     return parse_rubric({"rubric_id": document["rubric_id"], **document["resolved"]})
+
+
+def lake_rubric(lake: Path, explicit: Rubric | None = None) -> Rubric:
+    """The rubric a command works under: the one given, else the lake's, else the defaults.
+
+    Only an explicit rubric changes the lake's; a command given none keeps it.
+    """
+    return explicit or current_rubric(lake) or parse_rubric({})
+
+
+def rubric_conflict(lake: Path, rubric: Rubric) -> str | None:
+    """Why ``rubric`` cannot be used in ``lake``: its id already names other content there.
+
+    Scores are filed by rubric_id, so one id with two contents would mix them.
+    """
+    known = known_rubrics(lake).get(rubric.rubric_id)
+    if known is None:
+        return None
+    given = json.loads(json.dumps(dict(rubric.resolved), sort_keys=True, default=str))
+    if given == known:
+        return None
+    return (
+        f"rubric_id {rubric.rubric_id!r} already names a different rubric in the lake {lake}; "
+        "give the changed rubric its own rubric_id (or none, for a content hash)"
+    )
 
 
 def known_rubrics(lake: Path) -> dict[str, dict[str, object]]:
@@ -470,26 +502,34 @@ def score_locked(
         full=full,
         seconds=time.perf_counter() - started,
         stages=seconds,
+        rubric_before=before.rubric_id if before else None,
     )
 
 
 def score(
-    lake: Path, rubric: Rubric, *, engine: str = "local", spark_master: str = "local[2]"
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    engine: str = "local",
+    spark_master: str = "local[2]",
 ) -> ScoreResult:
-    """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
+    """Rescore everything under ``rubric`` (None: the lake's), make it current, refresh
+    the warehouse."""
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        result = score_locked(lake, rubric, full=True, engine=engine, spark_master=spark_master)
+        chosen = lake_rubric(lake, rubric)
+        result = score_locked(lake, chosen, full=True, engine=engine, spark_master=spark_master)
         result.notes = notes
-        build_warehouse(lake, rubric.rubric_id)
+        build_warehouse(lake, chosen.rubric_id)
         return result
 
 
-def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
+def dry_run(lake: Path, rubric: Rubric | None = None) -> RescoreDiff:
     """Score every part under ``rubric`` in memory and diff it against the current scores."""
     with lk.lake_lock(lake):
         prepare(lake)
         before = current_rubric(lake)
+        rubric = lake_rubric(lake, rubric)
         if before is None:
             raise lk.InputError(f"the lake {lake} has no scores yet to compare a rubric against")
         parts = landed_parts(lake, "task_runs")
@@ -503,15 +543,22 @@ def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
 
 
 def run(
-    inputs: Sequence[Path], lake: Path, rubric: Rubric, limits: Limits | None = None
+    inputs: Sequence[Path],
+    lake: Path,
+    rubric: Rubric | None = None,
+    limits: Limits | None = None,
 ) -> RunSummary:
-    """Ingest, score what is new (everything, when the rubric changed), refresh the views."""
+    """Ingest, score what is new (everything, when the rubric changed), refresh the views.
+
+    Without a rubric the lake's own is used, so a plain run never undoes a rubric change.
+    """
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        report = ingest_locked(inputs, lake, rubric, limits=limits)
+        chosen = lake_rubric(lake, rubric)
+        report = ingest_locked(inputs, lake, chosen, limits=limits)
         report.notes = notes + report.notes
-        result = score_locked(lake, rubric, full=False)
-        build_warehouse(lake, rubric.rubric_id)
+        result = score_locked(lake, chosen, full=False)
+        build_warehouse(lake, chosen.rubric_id)
     return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
 
 
@@ -550,7 +597,21 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         console.print(f"note: {note}", highlight=False, markup=False)
 
 
+def rubric_change_line(before: str | None, after: str, runs_rescored: int) -> str | None:
+    """What an explicit rubric changed, in one line (None when it changed nothing)."""
+    if before == after:
+        return None
+    if before is None:
+        return f"rubric: the lake starts with {after}"
+    return f"rubric changed: {before} -> {after}; {runs_rescored} run(s) rescored"
+
+
 def print_score_result(console: Console, result: ScoreResult) -> None:
+    change = rubric_change_line(
+        result.rubric_before, result.rubric_id, result.task_runs + result.surface_runs
+    )
+    if change:
+        console.print(change, highlight=False, markup=False)
     console.print(
         f"scored {result.task_runs} task runs and {result.surface_runs} surface grades "
         f"({'all' if result.full else 'new'} parts: {result.parts}) "

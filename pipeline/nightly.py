@@ -67,12 +67,13 @@ def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
 def nightly(
     inbox: Path,
     lake: Path,
-    rubric: Rubric,
+    rubric: Rubric | None = None,
     *,
     engine: str = "local",
     spark_master: str = "local[2]",
 ) -> NightlySummary:
-    """One nightly pass over ``inbox``; see the module docstring."""
+    """One nightly pass over ``inbox`` under ``rubric`` (None: the lake's own, so a nightly
+    job never undoes an analyst's rubric change); see the module docstring."""
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
     with lk.lake_lock(lake):
@@ -83,6 +84,7 @@ def nightly(
             ledger = read_ledger(lake)
             new = [path for path in files if digests[path] not in ledger]
         before = jobs.current_rubric(lake)
+        rubric = jobs.lake_rubric(lake, rubric)
         summary = NightlySummary(
             started_at=started.isoformat(),
             inbox=str(inbox),
@@ -170,6 +172,11 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     for what, value in rows:
         table.add_row(what, str(value))
     console.print(table)
+    change = jobs.rubric_change_line(
+        summary.rubric_before, summary.rubric_after or "", summary.runs_scored
+    )
+    if change:
+        console.print(change, highlight=False, markup=False)
     for note in summary.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"summary: {summary.summary_file}", highlight=False)

@@ -16,7 +16,7 @@ to 1 KiB), the last line of a cut gzip stream, and whole-file problems.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -26,7 +26,7 @@ from pipeline import lake as lk
 from pipeline.ingest import build_batch, dedupe, landed_frames
 from pipeline.parts import manifest, manifest_path
 from pipeline.reader import LINE_SCHEMA, lines_of_text
-from pipeline.rubric import Rubric, parse_rubric
+from pipeline.rubric import Rubric
 from pipeline.warehouse import build_warehouse
 from schemas import polars_schema
 from schemas.tasks import Quarantine
@@ -52,6 +52,8 @@ class ReplayReport:
     skipped_duplicates: int
     still_quarantined: int
     seconds: float
+    # The scoring that followed (replay_quarantine with rescore), for what it changed.
+    scored: jobs.ScoreResult | None = None
 
     @property
     def released(self) -> int:
@@ -89,7 +91,7 @@ def replayable() -> pl.Expr:
 def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     """replay_quarantine(), for a caller that already holds the lake's lock."""
     started = time.perf_counter()
-    chosen = rubric or jobs.current_rubric(lake) or parse_rubric({})
+    chosen = jobs.lake_rubric(lake, rubric)
     batch_id = lk.new_batch_id()
     held = _held(lake)
     candidates = held.filter(replayable()).with_row_index("row_nr")
@@ -165,7 +167,8 @@ def replay_quarantine(
         jobs.prepare(lake)
         report = replay_locked(lake, rubric)
         if rescore:
-            chosen = rubric or jobs.current_rubric(lake) or parse_rubric({})
-            jobs.score_locked(lake, chosen, full=False)
+            chosen = jobs.lake_rubric(lake, rubric)
+            scored = jobs.score_locked(lake, chosen, full=False)
             build_warehouse(lake, chosen.rubric_id)
+            report = replace(report, scored=scored)
     return report

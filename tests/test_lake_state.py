@@ -1,0 +1,256 @@
+"""The lake's state across commands, from the user's side (issue 10): the lake remembers its
+rubric; every line has one state; a file is one file however it is spelled; nothing found
+is said, not passed over; every flag works or is refused."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.rubric import parse_rubric
+from pipeline.warehouse import connect_read_only
+from tests.strategies import task_record
+
+runner = CliRunner()
+STRICT_TOML = 'rubric_id = "strict"\n[task]\nfailure_threshold = 0.9\n'
+DEFAULT_ID = parse_rubric({}).rubric_id
+
+
+def cli(*args: str) -> tuple[int, str]:
+    done = runner.invoke(app, list(args))
+    return done.exit_code, done.output
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def tasks(path: Path, *run_ids: str) -> Path:
+    return write(path, [json.dumps(task_record(random.Random(r), r)) for r in run_ids])
+
+
+def rubric_ids(lake: Path) -> set[str]:
+    con = connect_read_only(lake)
+    try:
+        return {row[0] for row in con.execute("select distinct rubric_id from task_runs").fetchall()}
+    finally:
+        con.close()
+
+
+def count(lake: Path, sql: str) -> int:
+    con = connect_read_only(lake)
+    try:
+        row = con.execute(sql).fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return int(row[0])
+
+
+# --- The lake remembers its rubric -------------------------------------------------------
+
+
+def test_commands_without_rubric_keep_the_lakes_rubric(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    strict = tmp_path / "strict.toml"
+    strict.write_text(STRICT_TOML)
+    first = tasks(tmp_path / "in" / "a.jsonl", "a1", "a2")
+    code, out = cli("run", str(first), "--lake", str(lake), "--rubric", str(strict))
+    assert code == 0, out
+    assert rubric_ids(lake) == {"strict"}
+
+    second = tasks(tmp_path / "in2" / "b.jsonl", "b1")
+    code, out = cli("run", str(second), "--lake", str(lake))
+    assert code == 0, out
+    assert "rubric changed" not in out
+    assert rubric_ids(lake) == {"strict"}
+    assert count(lake, "select count(*) from task_runs") == 3
+
+    code, out = cli("score", "--lake", str(lake))
+    assert code == 0, out
+    assert rubric_ids(lake) == {"strict"}
+
+    inbox = tmp_path / "inbox"
+    tasks(inbox / "c.jsonl", "c1")
+    code, out = cli("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, out
+    assert rubric_ids(lake) == {"strict"}
+    summary = json.loads(next((lake / "_runs").glob("nightly-*.json")).read_text())
+    assert (summary["rubric_before"], summary["rubric_after"]) == ("strict", "strict")
+
+    code, out = cli("replay-quarantine", "--lake", str(lake))
+    assert code == 0, out
+    assert rubric_ids(lake) == {"strict"}
+
+    # Only an explicit --rubric changes it, and the output says what changed.
+    code, out = cli("run", str(second), "--lake", str(lake), "--rubric", "default")
+    assert code == 0, out
+    assert f"rubric changed: strict -> {DEFAULT_ID}; 4 run(s) rescored" in out
+    assert rubric_ids(lake) == {DEFAULT_ID}
+    current = json.loads((lake / "_state" / "current_rubric.json").read_text())
+    assert current["rubric_id"] == DEFAULT_ID
+
+
+def test_score_with_a_new_rubric_says_what_changed(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    code, out = cli("run", str(tasks(tmp_path / "a.jsonl", "a1", "a2")), "--lake", str(lake))
+    assert code == 0, out
+    assert f"rubric: the lake starts with {DEFAULT_ID}" in out
+    strict = tmp_path / "strict.toml"
+    strict.write_text(STRICT_TOML)
+    code, out = cli("score", "--lake", str(lake), "--rubric", str(strict))
+    assert code == 0, out
+    assert f"rubric changed: {DEFAULT_ID} -> strict; 2 run(s) rescored" in out
+    # The same rubric again changes nothing and says nothing about a change.
+    code, out = cli("score", "--lake", str(lake), "--rubric", str(strict))
+    assert code == 0 and "rubric changed" not in out
+    # A changed file under the same rubric_id would file two rubrics' scores under one id.
+    strict.write_text(STRICT_TOML.replace("0.9", "0.8"))
+    code, out = cli("score", "--lake", str(lake), "--rubric", str(strict))
+    assert code == 2
+    assert "rubric_id 'strict' already names a different rubric" in out
+    assert rubric_ids(lake) == {"strict"}
+
+
+# --- Say when there is nothing -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["empty", "no_input_files", "nested_empty"])
+def test_an_input_that_names_no_files_is_exit_2_and_creates_nothing(
+    tmp_path: Path, layout: str
+) -> None:
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    if layout == "no_input_files":
+        (folder / "notes.txt").write_text("not an input\n")
+        (folder / "grades.csv").write_text("a,b\n")
+    if layout == "nested_empty":
+        (folder / "deeper" / "still").mkdir(parents=True)
+    lake = tmp_path / "lake"
+    for command in ("run", "ingest"):
+        code, out = cli(command, str(folder), "--lake", str(lake))
+        assert code == 2, out
+        assert f"no input files (*.jsonl, *.jsonl.gz, *.json) in {folder}" in out
+        assert not lake.exists()
+
+
+def test_one_empty_input_among_good_ones_is_named(tmp_path: Path) -> None:
+    good = tasks(tmp_path / "a.jsonl", "a1")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    lake = tmp_path / "lake"
+    code, out = cli("run", str(good), str(empty), "--lake", str(lake))
+    assert code == 2 and str(empty) in out and not lake.exists()
+
+
+def test_nightly_with_an_inbox_holding_no_input_files_is_exit_2(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(lake))[0] == 0
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    before = sorted(p.relative_to(lake) for p in lake.rglob("*"))
+    code, out = cli("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 2 and f"in {inbox}" in out
+    assert sorted(p.relative_to(lake) for p in lake.rglob("*")) == before
+
+
+READING_COMMANDS = [
+    ["score"],
+    ["score", "--dry-run"],
+    ["nightly", "--inbox", "{inbox}"],
+    ["replay-quarantine"],
+    ["rescore-diff", "--from", "a", "--to", "b"],
+    ["compare", "--agent", "x", "--baseline", "1", "--candidate", "2"],
+    ["history", "--agent", "x"],
+    ["query", "select 1"],
+]
+
+
+@pytest.mark.parametrize("command", READING_COMMANDS, ids=lambda c: " ".join(c[:2]))
+@pytest.mark.parametrize("kind", ["missing", "plain_folder", "file"])
+def test_a_lake_that_is_not_a_lake_is_exit_2_and_creates_nothing(
+    tmp_path: Path, command: list[str], kind: str
+) -> None:
+    inbox = tmp_path / "inbox"
+    tasks(inbox / "a.jsonl", "a1")
+    lake = tmp_path / "typo"
+    if kind == "plain_folder":
+        lake.mkdir()
+        (lake / "holiday.jpg").write_text("x")
+    if kind == "file":
+        lake.write_text("x")
+    before = sorted(tmp_path.rglob("*"))
+    args = [a.replace("{inbox}", str(inbox)) for a in command]
+    code, out = cli(*args, "--lake", str(lake))
+    assert code == 2, out
+    assert f"--lake {lake}" in out
+    assert len(out.strip().splitlines()) == 1
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("command", ["run", "ingest"])
+def test_run_and_ingest_refuse_a_lake_that_is_a_file_or_a_foreign_folder(
+    tmp_path: Path, command: str
+) -> None:
+    source = tasks(tmp_path / "in" / "a.jsonl", "a1")
+    as_file = tmp_path / "lake.txt"
+    as_file.write_text("x")
+    code, out = cli(command, str(source), "--lake", str(as_file))
+    assert code == 2 and f"--lake {as_file} is a file" in out
+    assert len(out.strip().splitlines()) == 1
+    # A folder holding other things is not taken over either; a new or empty one is.
+    code, out = cli(command, str(source), "--lake", str(tmp_path / "in"))
+    assert code == 2 and "not empty" in out
+    empty = tmp_path / "new"
+    empty.mkdir()
+    assert cli(command, str(source), "--lake", str(empty))[0] == 0
+    assert (empty / "_state" / "lake.json").is_file()
+
+
+# --- Every flag works or is refused ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["score", "--json"], "--json needs --dry-run"),
+        (["score", "--dry-run", "--engine", "spark"], "does not take --engine spark"),
+        (["score", "--spark-master", "spark://h:7077"], "--spark-master needs --engine spark"),
+        (
+            ["nightly", "--inbox", "{inbox}", "--spark-master", "local[1]"],
+            "--spark-master needs --engine spark",
+        ),
+        (["query", "select 1", "--json", "--max-rows", "5"], "--max-rows limits the table"),
+    ],
+)
+def test_a_flag_that_would_do_nothing_is_refused(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    lake = tmp_path / "lake"
+    inbox = tmp_path / "inbox"
+    tasks(inbox / "a.jsonl", "a1")
+    assert cli("run", str(inbox), "--lake", str(lake))[0] == 0
+    scored = sorted((lake / "scores").rglob("*.parquet"))
+    mtimes = [p.stat().st_mtime_ns for p in scored]
+    code, out = cli(*[a.replace("{inbox}", str(inbox)) for a in args], "--lake", str(lake))
+    assert code == 2 and message in out
+    # Nothing was rescored.
+    assert [p.stat().st_mtime_ns for p in sorted((lake / "scores").rglob("*.parquet"))] == mtimes
+
+
+def test_score_dry_run_json_still_works(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(lake))[0] == 0
+    strict = tmp_path / "strict.toml"
+    strict.write_text(STRICT_TOML)
+    code, out = cli("score", "--dry-run", "--json", "--rubric", str(strict), "--lake", str(lake))
+    assert code == 0, out
+    json.loads(out)
+    assert rubric_ids(lake) == {DEFAULT_ID}  # a dry run replaces nothing
