@@ -107,7 +107,7 @@ def _lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
     return lake
 
 
-def _inputs_or_exit(inputs: list[Path]) -> list[Path]:
+def _inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it."""
     from pipeline.reader import INPUT_SUFFIXES, expand_inputs
 
@@ -115,7 +115,7 @@ def _inputs_or_exit(inputs: list[Path]) -> list[Path]:
     if missing:
         errors.print(f"[bold red]no such input:[/] {', '.join(missing)}", highlight=False)
         raise typer.Exit(EXIT_USAGE)
-    empty = [str(p) for p in inputs if not expand_inputs([p])]
+    empty = [str(p) for p in inputs if not expand_inputs([p], lake)]
     if empty:
         raise _usage_error(
             f"no input files ({', '.join('*' + s for s in INPUT_SUFFIXES)}) in {', '.join(empty)}"
@@ -134,7 +134,7 @@ def run(
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
     _lake_or_exit(lake, may_create=True)
     chosen = _rubric_or_exit(rubric, lake)
-    paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE])
+    paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
     from pipeline import jobs
     from pipeline.reader import Limits
 
@@ -154,7 +154,7 @@ def ingest(
     from pipeline.reader import Limits
 
     _lake_or_exit(lake, may_create=True)
-    paths = _inputs_or_exit(inputs)
+    paths = _inputs_or_exit(inputs, lake)
     report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
     jobs.print_ingest_report(console, report)
 
@@ -220,7 +220,7 @@ def nightly(
     master = _spark_master_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
-    _inputs_or_exit([inbox])
+    _inputs_or_exit([inbox], lake)
     from pipeline import nightly as job
 
     summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=master)

@@ -224,6 +224,29 @@ def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataF
     )
 
 
+def earlier_landed_lines(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
+    """The landed runs (source, line, raw) at the places of ``batch``'s rejected lines.
+
+    Read only when the batch rejects a line, and filtered by place as it is read.
+    """
+    places = batch.quarantine.select("source", "line").unique()
+    if places.is_empty():
+        return pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
+    return pl.concat(
+        [
+            _landed_and_staged(lake, table, tx)
+            .select("source", "line", raw="record")
+            .filter(
+                pl.col("source").is_in(places["source"].unique().implode())
+                & pl.col("line").is_in(places["line"].unique().implode())
+            )
+            .join(places.lazy(), on=["source", "line"], how="semi")
+            .collect()
+            for table in RUN_TABLES
+        ]
+    )
+
+
 def landed_parts(lake: Path, table: str) -> list[str]:
     return [p.stem for p in lk.parquet_files(lk.table_dir(lake, table)) if p.stem != EMPTY_STEM]
 
@@ -246,7 +269,7 @@ def ingest_locked(
     env_rubric = rubric or current_rubric(lake) or parse_rubric({})
     env_types = sorted(env_rubric.task.envs)
     batch_id = lk.new_batch_id()
-    files = expand_inputs(inputs)
+    files = expand_inputs(inputs, lake)
     landed = landed_index(lake)
     totals = dict.fromkeys(
         ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
@@ -268,6 +291,7 @@ def ingest_locked(
                 batch,
                 *earlier_runs(lake, batch, tx, landed),
                 earlier_quarantine(lake, batch, tx),
+                earlier_landed_lines(lake, batch, tx),
             )
             frames = landed_frames(result.batch)
             written = {name: frame.height for name, frame in frames.items() if frame.height}

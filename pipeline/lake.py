@@ -44,6 +44,7 @@ LANDED_TABLES = (
     "surface_runs",
     "surface_findings",
     "quarantine",
+    "quarantine_resolved",
 )
 SCORE_TABLES = (
     "task_scores",

@@ -79,7 +79,7 @@ def nightly(
     with lk.lake_lock(lake):
         notes = jobs.prepare(lake)
         with timed(seconds, "scan"):
-            files = expand_inputs([inbox])
+            files = expand_inputs([inbox], lake)
             digests = {path: file_digest(path) for path in files}
             ledger = read_ledger(lake)
             new = [path for path in files if digests[path] not in ledger]

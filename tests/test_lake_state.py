@@ -39,7 +39,8 @@ def tasks(path: Path, *run_ids: str) -> Path:
 def rubric_ids(lake: Path) -> set[str]:
     con = connect_read_only(lake)
     try:
-        return {row[0] for row in con.execute("select distinct rubric_id from task_runs").fetchall()}
+        found = con.execute("select distinct rubric_id from task_runs").fetchall()
+        return {row[0] for row in found}
     finally:
         con.close()
 
@@ -254,3 +255,154 @@ def test_score_dry_run_json_still_works(tmp_path: Path) -> None:
     assert code == 0, out
     json.loads(out)
     assert rubric_ids(lake) == {DEFAULT_ID}  # a dry run replaces nothing
+
+
+# --- One state per line ------------------------------------------------------------------
+
+FUZZ_TOML = (
+    'rubric_id = "fuzz"\n[task.fuzz]\ngate = "crash"\nweights = { crash = 0.5, triage = 0.5 }\n'
+)
+
+
+def fuzz_line(run_id: str) -> str:
+    record = task_record(random.Random(run_id), run_id)
+    record["env_type"] = "fuzz"
+    record["grade"] = {
+        "subscores": {"crash": 1.0, "triage": 0.5},
+        "weights": {"crash": 0.5, "triage": 0.5},
+    }
+    return json.dumps(record)
+
+
+def line_states(lake: Path) -> dict[tuple[str, int], list[str]]:
+    """Every (source, line) the warehouse holds, with the states it is in."""
+    con = connect_read_only(lake)
+    try:
+        rows = con.execute(
+            "select source, line, 'landed' from task_runs "
+            "union all select source, line, 'landed' from surface_runs "
+            "union all select source, line, 'quarantined' from quarantine"
+        ).fetchall()
+    finally:
+        con.close()
+    states: dict[tuple[str, int], list[str]] = {}
+    for source, line, state in rows:
+        states.setdefault((source, line), []).append(state)
+    return states
+
+
+def assert_one_state_each(lake: Path) -> dict[tuple[str, int], list[str]]:
+    states = line_states(lake)
+    assert {k: v for k, v in states.items() if len(v) != 1} == {}
+    return states
+
+
+def test_a_replayed_line_stays_landed_when_its_file_is_read_again(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    source = write(tmp_path / "night.jsonl", [fuzz_line("f1"), "garbage", fuzz_line("f2")])
+    fuzz = tmp_path / "fuzz.toml"
+    fuzz.write_text(FUZZ_TOML)
+    assert cli("run", str(source), "--lake", str(lake))[0] == 0
+    assert count(lake, "select count(*) from quarantine") == 3
+
+    code, out = cli("replay-quarantine", "--lake", str(lake), "--rubric", str(fuzz))
+    assert code == 0, out
+    assert "rubric changed:" in out and "-> fuzz" in out
+    assert assert_one_state_each(lake) == {
+        (str(source), 1): ["landed"],
+        (str(source), 2): ["quarantined"],
+        (str(source), 3): ["landed"],
+    }
+    con = connect_read_only(lake)
+    try:
+        resolved = con.execute(
+            "select line, run_id, outcome from quarantine_resolved order by line"
+        ).fetchall()
+    finally:
+        con.close()
+    assert resolved == [(1, "f1", "landed"), (3, "f2", "landed")]
+
+    # A plain run of the same file (the lake's rubric is fuzz now): duplicates, one state each.
+    code, out = cli("run", str(source), "--lake", str(lake))
+    assert code == 0, out
+    # Back to the defaults, where fuzz is unknown: the lines are seen, not quarantined again.
+    code, out = cli("run", str(source), "--lake", str(lake), "--rubric", "default")
+    assert code == 0, out
+    assert "rubric changed: fuzz ->" in out
+    states = assert_one_state_each(lake)
+    assert states[(str(source), 1)] == ["landed"]
+    assert count(lake, "select count(*) from quarantine") == 1
+    # And a second replay has nothing new to try.
+    code, out = cli("replay-quarantine", "--lake", str(lake))
+    assert code == 0 and "replayed 1 of 1 quarantined line(s)" in out
+    assert count(lake, "select count(*) from quarantine_resolved") == 2
+
+
+def test_a_landed_line_that_fails_under_a_later_rubric_is_not_quarantined(
+    tmp_path: Path,
+) -> None:
+    lake = tmp_path / "lake"
+    source = write(tmp_path / "a.jsonl", [fuzz_line("f1"), fuzz_line("f2")])
+    fuzz = tmp_path / "fuzz.toml"
+    fuzz.write_text(FUZZ_TOML)
+    assert cli("run", str(source), "--lake", str(lake), "--rubric", str(fuzz))[0] == 0
+    assert cli("ingest", str(source), "--lake", str(lake))[0] == 0
+    assert cli("run", str(source), "--lake", str(lake), "--rubric", "default")[0] == 0
+    assert count(lake, "select count(*) from quarantine") == 0
+    assert count(lake, "select count(*) from task_runs") == 2
+    assert_one_state_each(lake)
+
+
+def test_a_twin_line_resolved_as_a_duplicate_names_the_run(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    line = fuzz_line("twin")
+    a, b = write(tmp_path / "a.jsonl", [line]), write(tmp_path / "b.jsonl", [line])
+    assert cli("ingest", str(a), str(b), "--lake", str(lake))[0] == 0
+    fuzz = tmp_path / "fuzz.toml"
+    fuzz.write_text(FUZZ_TOML)
+    assert cli("replay-quarantine", "--lake", str(lake), "--rubric", str(fuzz))[0] == 0
+    con = connect_read_only(lake)
+    try:
+        got = con.execute(
+            "select source, run_id, outcome from quarantine_resolved order by source"
+        ).fetchall()
+        left = con.execute("select count(*) from quarantine").fetchone()
+    finally:
+        con.close()
+    assert got == [(str(a), "twin", "landed"), (str(b), "twin", "duplicate")]
+    assert left == (0,)
+    assert_one_state_each(lake)
+
+
+# --- A file is what it is, not how it was spelled ----------------------------------------
+
+
+def test_the_same_bad_file_spelled_three_ways_is_quarantined_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "in" / "bad.jsonl", ["garbage", "{not json", fuzz_line("f1")])
+    absolute = str(tmp_path / "in" / "bad.jsonl")
+    for spelling in ("in/bad.jsonl", absolute, "./in/../in/bad.jsonl"):
+        code, out = cli("run", spelling, "--lake", "lake")
+        assert code == 0, out
+    # And twice in one command.
+    code, out = cli("ingest", "in/bad.jsonl", absolute, "in", "--lake", "lake")
+    assert code == 0, out
+    lake = tmp_path / "lake"
+    con = connect_read_only(lake)
+    try:
+        got = con.execute("select source, line from quarantine order by line").fetchall()
+    finally:
+        con.close()
+    assert got == [(absolute, 1), (absolute, 2), (absolute, 3)]
+    assert_one_state_each(lake)
+
+
+def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
+    from pipeline import jobs
+
+    lake = tmp_path / "lake"
+    source = write(tmp_path / "in" / "a.jsonl", ["garbage", fuzz_line("f1")])
+    report = jobs.ingest([source, tmp_path / "in" / "." / "a.jsonl", tmp_path / "in"], lake)
+    assert (report.files, report.lines_read, report.quarantined) == (1, 2, 2)
