@@ -34,6 +34,12 @@ class Batch:
     files: list[str] = field(default_factory=list)
     # Exact copies of a report already earlier in the batch, found while parsing.
     parse_skipped: int = 0
+    # The top-level keys of each task record (row_nr, top_keys), from the one parse.
+    task_keys: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={"row_nr": pl.UInt32, "top_keys": pl.List(pl.String)}
+        )
+    )
     # Those copies by place: source, line, run_id (the report they repeat).
     skipped_reports: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(
@@ -172,6 +178,13 @@ def _task_tables(
     return tables, checked_records.rejected
 
 
+def _task_keys(tables: dict[str, pl.DataFrame], fields: pl.DataFrame) -> pl.DataFrame:
+    """Each accepted task record's top-level keys (row_nr, top_keys), as parsed."""
+    return fields.join(tables["task_runs"].select("row_nr"), on="row_nr", how="semi").select(
+        "row_nr", pl.col("top_keys").cast(pl.List(pl.String))
+    )
+
+
 TASK_MODELS = {
     "task_runs": TaskRun,
     "task_components": TaskComponent,
@@ -198,6 +211,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         tables, task_rejects = _task_tables(
             task_records, lines_parsed.fields, env_types, batch_id, con
         )
+        task_keys = _task_keys(tables, lines_parsed.fields)
     finally:
         con.close()
     parsed = surface.parse_reports(
@@ -228,6 +242,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         files=lines.files,
         parse_skipped=parsed.skipped.height,
         skipped_reports=parsed.skipped.select("source", "line", "run_id"),
+        task_keys=task_keys,
     )
 
 
@@ -379,6 +394,7 @@ def dedupe(
         lines_read=batch.lines_read,
         blank_lines=batch.blank_lines,
         files=batch.files,
+        task_keys=batch.task_keys.join(task_rows, on="row_nr", how="semi"),
     )
     return Deduped(
         batch=deduped,

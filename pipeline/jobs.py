@@ -23,9 +23,9 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline import evolution, surface
 from pipeline import lake as lk
 from pipeline import score as task_score
-from pipeline import surface
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
@@ -67,6 +67,8 @@ class IngestReport:
     seconds: float
     # Files that could not be read as they are, and repairs made before the work.
     notes: list[str] = field(default_factory=list)
+    # What landed that the lake never held before, by kind (evolution.NEWS).
+    schema_news: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def accounted(self) -> int:
@@ -276,6 +278,8 @@ def ingest_locked(
     )
     parts: list[str] = []
     outcomes: list[pl.DataFrame] = []
+    known = evolution.known_names(lake)
+    found: dict[str, set[str]] = {}
     with lk.Transaction(lake) as tx:
         chosen = limits or Limits()
         chunks = iter_line_chunks(
@@ -304,6 +308,7 @@ def ingest_locked(
             for table in RUN_TABLES:
                 landed[table].add(frames[table].get_column("run_id"))
             outcomes.append(file_outcomes(frames))
+            evolution.merge(found, evolution.names_of(frames, result.batch.task_keys))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height
             totals["surface"] += frames["surface_runs"].height
@@ -311,6 +316,8 @@ def ingest_locked(
             totals["duplicates"] += result.skipped_duplicates
             totals["blank"] += batch.blank_lines
             totals["seen"] += result.already_quarantined
+        if any(found.values()):
+            evolution.remember(tx, lake, found, known)
         for target, document in (extra_documents or {}).items():
             tx.write_json(target, document)
     return IngestReport(
@@ -326,6 +333,7 @@ def ingest_locked(
         parts=parts,
         seconds=time.perf_counter() - started,
         notes=file_notes(outcomes),
+        schema_news=evolution.news_of(found, known),
     )
 
 
@@ -617,8 +625,19 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         f"{report.seconds:.2f}",
     )
     console.print(table)
+    for line in news_lines(report.schema_news):
+        console.print(line, highlight=False, markup=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
+
+
+def news_lines(news: dict[str, list[str]]) -> list[str]:
+    """One line per kind of name the lake had never held (nothing when there is none)."""
+    return [
+        f"new {evolution.NEWS_LABELS[key]}: {', '.join(names)}"
+        for key, names in news.items()
+        if names
+    ]
 
 
 def rubric_change_line(before: str | None, after: str, runs_rescored: int) -> str | None:

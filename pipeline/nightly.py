@@ -46,6 +46,8 @@ class NightlySummary:
     rubric_before: str | None = None
     rubric_after: str | None = None
     nothing_to_do: bool = False
+    # What landed that the lake never held before (evolution.NEWS keys).
+    schema_news: dict[str, list[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     summary_file: str | None = None
@@ -125,6 +127,7 @@ def nightly(
                 summary.skipped_duplicates = report.skipped_duplicates
                 summary.skipped_blank = report.skipped_blank
                 summary.already_quarantined = report.already_quarantined
+                summary.schema_news = report.schema_news
                 notes.extend(report.notes)
             with timed(seconds, "score"):
                 result = jobs.score_locked(
@@ -172,6 +175,8 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     for what, value in rows:
         table.add_row(what, str(value))
     console.print(table)
+    for line in jobs.news_lines(summary.schema_news):
+        console.print(line, highlight=False, markup=False)
     change = jobs.rubric_change_line(
         summary.rubric_before, summary.rubric_after or "", summary.runs_scored
     )

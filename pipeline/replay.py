@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import jobs
+from pipeline import evolution, jobs
 from pipeline import lake as lk
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.parts import manifest, manifest_path
@@ -140,7 +140,11 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
         QuarantineResolved, _resolved_rows(candidates, batch, result.batch, batch_id)
     )
     part = f"{batch_id}-p00000"
+    known = evolution.known_names(lake)
+    found = evolution.names_of(frames, result.batch.task_keys)
     with lk.Transaction(lake) as tx:
+        if any(found.values()):
+            evolution.remember(tx, lake, found, known)
         # Appended, never rewritten: the quarantine rows stay as they were, and a line
         # is resolved exactly when this part (whole, by its manifest) lists it.
         written = {

@@ -406,3 +406,78 @@ def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
     source = write(tmp_path / "in" / "a.jsonl", ["garbage", fuzz_line("f1")])
     report = jobs.ingest([source, tmp_path / "in" / "." / "a.jsonl", tmp_path / "in"], lake)
     assert (report.files, report.lines_read, report.quarantined) == (1, 2, 2)
+
+
+# --- schema news in the run and nightly summaries ----------------------------------------
+
+
+def test_run_and_nightly_summaries_name_what_is_new(tmp_path: Path) -> None:
+    from tests.strategies import surface_report
+
+    lake = tmp_path / "lake"
+    rng = random.Random(3)
+    old_task = task_record(rng, "old")
+    old_task["env_type"] = "exploit"
+    old_report = surface_report(rng, "old-report")
+    first = write(tmp_path / "a" / "a.jsonl", [json.dumps(old_task), json.dumps(old_report)])
+    code, out = cli("run", str(first), "--lake", str(lake))
+    assert code == 0, out
+    assert "new " not in out  # a lake's first batch is the baseline, news to nobody
+
+    new_task = json.loads(fuzz_line("f1"))
+    new_task["grader_build"] = "2026.12"
+    new_report = surface_report(rng, "new-report")
+    new_report["carbon"] = {"grams": 3}
+    new_report["findings"].append(
+        {"probe": "future", "kind": "quantum_smell", "target": "tool_0", "measurement": {}}
+    )
+    second = write(tmp_path / "b" / "b.jsonl", [json.dumps(new_task), json.dumps(new_report)])
+    fuzz = tmp_path / "fuzz.toml"
+    fuzz.write_text(FUZZ_TOML)
+    code, out = cli("run", str(second), "--lake", str(lake), "--rubric", str(fuzz))
+    assert code == 0, out
+    assert "new task record fields: grader_build" in out
+    assert "new report fields: carbon" in out
+    assert "new finding kinds: quantum_smell" in out
+    assert "new components: crash, triage" in out
+    assert "new env types: fuzz" in out
+    # Read again, nothing is new.
+    code, out = cli("run", str(second), "--lake", str(lake))
+    assert code == 0 and "new " not in out
+
+    inbox = tmp_path / "inbox"
+    later = json.loads(fuzz_line("f2"))
+    later["grade"]["subscores"]["style"] = 1.0
+    later["grade"]["weights"]["style"] = 0.0
+    later["queue"] = "night"
+    write(inbox / "c.jsonl", [json.dumps(later)])
+    code, out = cli("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, out
+    assert "new task record fields: queue" in out and "new components: style" in out
+    summary = json.loads(next((lake / "_runs").glob("nightly-*.json")).read_text())
+    assert summary["schema_news"] == {
+        "task_fields": ["queue"],
+        "surface_fields": [],
+        "finding_kinds": [],
+        "components": ["style"],
+        "env_types": [],
+    }
+
+
+def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path) -> None:
+    from pipeline import jobs
+
+    lake = tmp_path / "lake"
+    jobs.ingest([tasks(tmp_path / "a" / "a.jsonl", "p1")], lake)
+    (lake / "_state" / "schema.json").unlink()  # as a lake made before the list existed
+    later = task_record(random.Random(1), "p2")
+    later["queue"] = "night"
+    late = json.loads(fuzz_line("f1"))
+    late["other"] = 1
+    source = write(tmp_path / "b" / "b.jsonl", [json.dumps(later), json.dumps(late)])
+    report = jobs.ingest([source], lake)
+    assert (report.landed_task_runs, report.quarantined) == (1, 1)
+    # Against the history: only the landed record's new field, not the quarantined one's.
+    assert report.schema_news["task_fields"] == ["queue"]
+    fields = set(json.loads((lake / "_state" / "schema.json").read_text())["task_fields"])
+    assert {"grade", "queue"} <= fields and "other" not in fields

@@ -212,6 +212,7 @@ def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path) -> No
         "components": sorted(
             set(new_task["grade"]["subscores"]) - set(old_task["grade"]["subscores"])
         ),
+        "env_types": sorted({new_task["env_type"]} - {old_task["env_type"]}),
     }
     assert "grader_build" in news["task_fields"]
     assert "quantum_smell" in news["finding_kinds"]
