@@ -8,6 +8,7 @@ import json
 import random
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -481,3 +482,31 @@ def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path
     assert report.schema_news["task_fields"] == ["queue"]
     fields = set(json.loads((lake / "_state" / "schema.json").read_text())["task_fields"])
     assert {"grade", "queue"} <= fields and "other" not in fields
+
+
+def test_task_fields_from_ingests_parse_equal_a_fresh_parse_of_the_records() -> None:
+    from pipeline.evolution import names_of
+    from pipeline.ingest import build_batch, landed_frames
+    from pipeline.reader import LINE_SCHEMA, lines_of_text
+
+    records = [task_record(random.Random(i), f"r{i}") for i in range(30)]
+    records[3]["extra"] = {"deep": {"er": 1}}
+    records[7]["grade"]["new_grade_key"] = 1
+    raw = [json.dumps(r) for r in records] + ["garbage", "[1, 2]"]
+    lines = pl.DataFrame(
+        {
+            "source": ["s"] * len(raw),
+            "line": list(range(1, len(raw) + 1)),
+            "raw": raw,
+            "not_utf8": [False] * len(raw),
+            "file_problem": [None] * len(raw),
+        },
+        schema=LINE_SCHEMA,
+    )
+    batch = build_batch(lines_of_text(lines, ["s"]), ["exploit", "detect", "patch", "audit"], "b")
+    frames = landed_frames(batch)
+    assert frames["task_runs"].height > 0
+    from_parse = names_of(frames, batch.task_keys)
+    assert from_parse == names_of(frames)
+    landed = {r["run_id"]: r for r in records if r["run_id"] in set(frames["task_runs"]["run_id"])}
+    assert from_parse["task_fields"] == {k for r in landed.values() for k in r}
