@@ -20,7 +20,7 @@ from rich.markup import escape
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError
+from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError, is_lake, not_a_lake
 from pipeline.rubric import Rubric, RubricError, load_rubric
 
 console = Console(soft_wrap=True)
@@ -30,6 +30,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 DEFAULT_SAMPLE = Path("data/sample")
+DEFAULT_MAX_ROWS = 1000
 
 
 class Commands(TyperGroup):
@@ -119,31 +120,63 @@ EngineOption = Annotated[
     Engine,
     typer.Option("--engine", help="Where scoring runs: here (local) or on Apache Spark."),
 ]
-SparkMasterOption = Annotated[
-    str,
+# The word that names the built-in rubric; a file of that name is given as ./default.
+DEFAULT_RUBRIC_WORD = "default"
+RubricOption = Annotated[
+    str | None,
     typer.Option(
-        "--spark-master", help="Spark master URL for --engine spark (e.g. spark://host:7077)."
+        "--rubric",
+        help="Rubric TOML file (defaults apply to keys it omits), or 'default' for the "
+        "built-in rubric. Without it the lake's current rubric is used; given, it becomes "
+        "the lake's.",
     ),
 ]
-RubricOption = Annotated[
-    Path | None, typer.Option("--rubric", help="Rubric TOML file; defaults apply to keys it omits.")
-]
 
 
-def _rubric_or_exit(path: Path | None) -> Rubric:
-    """Refuse a bad rubric before anything is read or written (exit 2)."""
+def _usage_error(message: str) -> typer.Exit:
+    errors.print(f"[bold red]usage:[/] {message}", highlight=False)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
+    """The rubric asked for (None: the lake's own); a bad one is refused before any work."""
+    if given is None:
+        return None
     try:
-        return load_rubric(path)
+        rubric = load_rubric(None if given == DEFAULT_RUBRIC_WORD else Path(given))
     except RubricError as exc:
         errors.print(f"[bold red]refused rubric:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
+    from pipeline.jobs import rubric_conflict
+
+    conflict = rubric_conflict(lake, rubric) if is_lake(lake) else None
+    if conflict:
+        errors.print(f"[bold red]refused rubric:[/] {conflict}", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
+    return rubric
 
 
-def _inputs_or_exit(inputs: list[Path]) -> list[Path]:
+def _lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
+    """A lake that exists (or, for run and ingest, may be created there), else exit 2."""
+    problem = not_a_lake(lake, may_create=may_create)
+    if problem:
+        raise _usage_error(problem)
+    return lake
+
+
+def _inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
+    """Every INPUT exists and names at least one input file, else exit 2 naming it."""
+    from pipeline.reader import INPUT_SUFFIXES, expand_inputs
+
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
         errors.print(f"[bold red]no such input:[/] {', '.join(missing)}", highlight=False)
         raise typer.Exit(EXIT_USAGE)
+    empty = [str(p) for p in inputs if not expand_inputs([p], lake)]
+    if empty:
+        raise _usage_error(
+            f"no input files ({', '.join('*' + s for s in INPUT_SUFFIXES)}) in {', '.join(empty)}"
+        )
     return inputs
 
 
@@ -156,8 +189,9 @@ def run(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
-    chosen = _rubric_or_exit(rubric)
-    paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE])
+    _lake_or_exit(lake, may_create=True)
+    chosen = _rubric_or_exit(rubric, lake)
+    paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
     from pipeline import jobs
     from pipeline.reader import Limits
 
@@ -176,9 +210,27 @@ def ingest(
     from pipeline import jobs
     from pipeline.reader import Limits
 
-    paths = _inputs_or_exit(inputs)
+    _lake_or_exit(lake, may_create=True)
+    paths = _inputs_or_exit(inputs, lake)
     report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
     jobs.print_ingest_report(console, report)
+
+
+SparkMasterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--spark-master",
+        help="Spark master URL for --engine spark (default local[2]; e.g. spark://host:7077).",
+    ),
+]
+DEFAULT_SPARK_MASTER = "local[2]"
+
+
+def _spark_master_or_exit(engine: Engine, spark_master: str | None) -> str:
+    """--spark-master means something only with --engine spark; elsewhere it is refused."""
+    if spark_master is not None and engine is not Engine.spark:
+        raise _usage_error("--spark-master needs --engine spark")
+    return spark_master or DEFAULT_SPARK_MASTER
 
 
 @app.command()
@@ -191,10 +243,16 @@ def score(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print JSON.")] = False,
     engine: EngineOption = Engine.local,
-    spark_master: SparkMasterOption = "local[2]",
+    spark_master: SparkMasterOption = None,
 ) -> None:
     """Rescore everything landed under the rubric and refresh the warehouse."""
-    chosen = _rubric_or_exit(rubric)
+    if as_json and not dry_run:
+        raise _usage_error("--json needs --dry-run (a real rescoring prints its summary)")
+    if dry_run and engine is not Engine.local:
+        raise _usage_error("--dry-run scores here; it does not take --engine spark")
+    master = _spark_master_or_exit(engine, spark_master)
+    _lake_or_exit(lake)
+    chosen = _rubric_or_exit(rubric, lake)
     from pipeline import jobs
 
     if dry_run:
@@ -203,7 +261,7 @@ def score(
         diff = jobs.dry_run(lake, chosen)
         lineage.print_diff(console, diff, as_json=as_json)
         return
-    result = jobs.score(lake, chosen, engine=engine.value, spark_master=spark_master)
+    result = jobs.score(lake, chosen, engine=engine.value, spark_master=master)
     jobs.print_score_result(console, result)
 
 
@@ -213,14 +271,16 @@ def nightly(
     lake: LakeOption = DEFAULT_LAKE,
     rubric: RubricOption = None,
     engine: EngineOption = Engine.local,
-    spark_master: SparkMasterOption = "local[2]",
+    spark_master: SparkMasterOption = None,
 ) -> None:
     """Land new inbox files, score them, rescore all history when the rubric changed."""
-    chosen = _rubric_or_exit(rubric)
-    _inputs_or_exit([inbox])
+    master = _spark_master_or_exit(engine, spark_master)
+    _lake_or_exit(lake)
+    chosen = _rubric_or_exit(rubric, lake)
+    _inputs_or_exit([inbox], lake)
     from pipeline import nightly as job
 
-    summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=spark_master)
+    summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=master)
     job.print_summary(console, summary)
 
 
@@ -232,6 +292,7 @@ def rescore_diff(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
+    _lake_or_exit(lake)
     from pipeline import jobs, lineage
 
     known = jobs.known_rubrics(lake)
@@ -274,6 +335,7 @@ def compare(
     ] = False,
 ) -> None:
     """Is the candidate version better or worse than the baseline, where, and why?"""
+    _lake_or_exit(lake)
     from pipeline import compare as cmp
 
     code = cmp.run_compare(
@@ -296,6 +358,7 @@ def history(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Every version of an agent in order, each step's verdict against the one before."""
+    _lake_or_exit(lake)
     from pipeline import compare as cmp
 
     raise typer.Exit(cmp.run_history(lake=lake, agent=agent, as_json=as_json, console=console))
@@ -308,8 +371,11 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="Rows as a JSON array.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Rows as CSV with a header.")] = False,
     max_rows: Annotated[
-        int, typer.Option("--max-rows", help="Rows shown in the table (JSON/CSV: all).")
-    ] = 1000,
+        int | None,
+        typer.Option(
+            "--max-rows", min=1, help="Rows shown in the table (default 1000; JSON/CSV: all)."
+        ),
+    ] = None,
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2)."""
     from rich.table import Table
@@ -319,6 +385,9 @@ def query(
     if as_json and as_csv:
         errors.print("[bold red]refused:[/] choose one of --json and --csv", highlight=False)
         raise typer.Exit(EXIT_USAGE)
+    if max_rows is not None and (as_json or as_csv):
+        raise _usage_error("--max-rows limits the table; --json and --csv print every row")
+    _lake_or_exit(lake)
     try:
         results = list(q.run_query(lake, sql))
     except q.QueryRefused as exc:
@@ -334,7 +403,7 @@ def query(
         if as_csv:
             sys.stdout.write(q.as_csv(result.frame))
             continue
-        shown = q.flat(result.frame.head(max_rows))
+        shown = q.flat(result.frame.head(max_rows or DEFAULT_MAX_ROWS))
         table = Table(caption=f"{result.frame.height} row(s)")
         for column in shown.columns:
             table.add_column(column, overflow="fold")
@@ -386,10 +455,19 @@ def replay_quarantine(
     rubric: RubricOption = None,
 ) -> None:
     """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
-    chosen = _rubric_or_exit(rubric) if rubric is not None else None
-    from pipeline import replay
+    _lake_or_exit(lake)
+    chosen = _rubric_or_exit(rubric, lake)
+    from pipeline import jobs, replay
 
     report = replay.replay_quarantine(lake, chosen)
+    if report.scored is not None:
+        change = jobs.rubric_change_line(
+            report.scored.rubric_before,
+            report.scored.rubric_id,
+            report.scored.task_runs + report.scored.surface_runs,
+        )
+        if change:
+            console.print(change, highlight=False, markup=False)
     console.print(
         f"replayed {report.tried} of {report.held} quarantined line(s) under rubric "
         f"{report.rubric_id}: {report.landed_task_runs} task and {report.landed_surface_runs} "

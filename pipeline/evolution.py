@@ -1,8 +1,15 @@
-"""What a batch brings that the lake has never held: new fields, finding kinds, components.
+"""What a batch brings that the lake has never held: new fields, finding kinds, components,
+env types.
 
 A grader that starts writing a new field, a probe that emits a new finding
 kind, or a rubric-less component must not break a nightly run (they land), but
-a person should hear of it: ``schema_news`` lists them for the run summary.
+a person should hear of it: the run and nightly summaries list them.
+
+The names the lake holds are kept in ``_state/schema.json`` and grow with each
+ingest in the same transaction as its rows, so a nightly batch is compared with
+that short list, never with the whole history (``schema_news`` does the full
+comparison; it is also how a lake made before the list existed gets its list).
+A lake's first batch sets the list and is news to nobody.
 """
 
 from __future__ import annotations
@@ -23,7 +30,17 @@ NEWS: dict[str, tuple[str, str, bool]] = {
     "surface_fields": ("surface_runs", "record", True),
     "finding_kinds": ("surface_findings", "kind", False),
     "components": ("task_components", "component", False),
+    "env_types": ("task_runs", "env_type", False),
 }
+# How a summary names each kind of news.
+NEWS_LABELS = {
+    "task_fields": "task record fields",
+    "surface_fields": "report fields",
+    "finding_kinds": "finding kinds",
+    "components": "components",
+    "env_types": "env types",
+}
+SCHEMA_STATE = "schema"
 
 
 def _names(frame: pl.DataFrame, column: str, is_record: bool) -> pl.DataFrame:
@@ -58,3 +75,78 @@ def schema_news(batch_tables: Mapping[str, pl.DataFrame], lake: Path) -> dict[st
         )
         news[key] = fresh["name"].sort().to_list()
     return news
+
+
+def names_of(
+    tables: Mapping[str, pl.DataFrame], task_keys: pl.DataFrame | None = None
+) -> dict[str, set[str]]:
+    """Per news key, the distinct names that landed tables (one chunk's) hold.
+
+    ``task_keys`` (top_keys: each landed task record's top-level keys, as ingest
+    parsed them) spares a second parse of every record: at 100k records that
+    parse costs a third of the ingest.
+    """
+    found: dict[str, set[str]] = {}
+    for key, (table, column, is_record) in NEWS.items():
+        if key == "task_fields" and task_keys is not None:
+            found[key] = set(task_keys["top_keys"].explode().drop_nulls().unique().to_list())
+            continue
+        frame = tables.get(table)
+        if frame is None or frame.height == 0:
+            found[key] = set()
+            continue
+        found[key] = set(_names(frame, column, is_record)["name"].to_list())
+    return found
+
+
+def _history(lake: Path) -> dict[str, set[str]] | None:
+    """Every name the lake's landed tables hold (a full scan), None when no run landed."""
+    columns: dict[str, set[str]] = {}
+    for table, column, _ in NEWS.values():
+        columns.setdefault(table, set()).add(column)
+    tables = {
+        table: lk.scan_table(lk.table_dir(lake, table), polars_schema(LANDED[table]))
+        .select(sorted(wanted))
+        .collect()
+        for table, wanted in columns.items()
+    }
+    if tables["task_runs"].height == 0 and tables["surface_runs"].height == 0:
+        return None
+    return {
+        key: set(_names(tables[table], column, is_record)["name"].to_list())
+        for key, (table, column, is_record) in NEWS.items()
+    }
+
+
+def known_names(lake: Path) -> dict[str, set[str]] | None:
+    """The names the lake holds, from its list (made from its history when missing);
+    None for a lake that has landed nothing yet."""
+    document = lk.read_json(lk.state_path(lake, SCHEMA_STATE), None)
+    if document is None:
+        return _history(lake)
+    return {key: set(document.get(key, [])) for key in NEWS}
+
+
+def news_of(
+    found: Mapping[str, set[str]], known: Mapping[str, set[str]] | None
+) -> dict[str, list[str]]:
+    """What ``found`` holds that ``known`` does not, sorted; nothing against no history."""
+    if known is None:
+        return {key: [] for key in NEWS}
+    return {key: sorted(found.get(key, set()) - known[key]) for key in NEWS}
+
+
+def remember(
+    tx: lk.Transaction,
+    lake: Path,
+    found: Mapping[str, set[str]],
+    known: Mapping[str, set[str]] | None,
+) -> None:
+    """Write the lake's list of names grown by ``found``, in ``tx``."""
+    grown = {key: sorted(found.get(key, set()) | (known or {}).get(key, set())) for key in NEWS}
+    tx.write_json(lk.state_path(lake, SCHEMA_STATE), grown)
+
+
+def merge(into: dict[str, set[str]], found: Mapping[str, set[str]]) -> None:
+    for key, names in found.items():
+        into.setdefault(key, set()).update(names)

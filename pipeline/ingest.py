@@ -34,6 +34,18 @@ class Batch:
     files: list[str] = field(default_factory=list)
     # Exact copies of a report already earlier in the batch, found while parsing.
     parse_skipped: int = 0
+    # The top-level keys of each task record (row_nr, top_keys), from the one parse.
+    task_keys: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={"row_nr": pl.UInt32, "top_keys": pl.List(pl.String)}
+        )
+    )
+    # Those copies by place: source, line, run_id (the report they repeat).
+    skipped_reports: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={"source": pl.String, "line": pl.Int64, "run_id": pl.String}
+        )
+    )
 
 
 # Only a line holding one of these can hold a non-finite number; only those
@@ -166,6 +178,13 @@ def _task_tables(
     return tables, checked_records.rejected
 
 
+def _task_keys(tables: dict[str, pl.DataFrame], fields: pl.DataFrame) -> pl.DataFrame:
+    """Each accepted task record's top-level keys (row_nr, top_keys), as parsed."""
+    return fields.join(tables["task_runs"].select("row_nr"), on="row_nr", how="semi").select(
+        "row_nr", pl.col("top_keys").cast(pl.List(pl.String))
+    )
+
+
 TASK_MODELS = {
     "task_runs": TaskRun,
     "task_components": TaskComponent,
@@ -192,6 +211,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         tables, task_rejects = _task_tables(
             task_records, lines_parsed.fields, env_types, batch_id, con
         )
+        task_keys = _task_keys(tables, lines_parsed.fields)
     finally:
         con.close()
     parsed = surface.parse_reports(
@@ -221,6 +241,8 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         blank_lines=int(kinds["blank"].sum()),
         files=lines.files,
         parse_skipped=parsed.skipped.height,
+        skipped_reports=parsed.skipped.select("source", "line", "run_id"),
+        task_keys=task_keys,
     )
 
 
@@ -319,11 +341,15 @@ def dedupe(
     landed_tasks: pl.DataFrame,
     landed_surfaces: pl.DataFrame,
     landed_quarantine: pl.DataFrame,
+    landed_lines: pl.DataFrame | None = None,
 ) -> Deduped:
     """Drop exact duplicates (of the lake or earlier in the batch); quarantine clashes.
 
     A bad line read again from the same place (a file ingested twice) is
     counted as already quarantined instead of filling the quarantine twice.
+    ``landed_lines`` (source, line, raw) are lines that landed before: one of
+    them that fails now (say, its env type left the rubric) is a duplicate of
+    what landed, never quarantined beside it.
     """
     task_runs, task_skipped, task_clash = _dedupe_runs(
         batch.tables["task_runs"], landed_tasks, "task"
@@ -357,6 +383,10 @@ def dedupe(
     fresh = every_reject.join(
         landed_quarantine.select(place), on=place, how="anti", nulls_equal=True
     )
+    seen = every_reject.height - fresh.height
+    if landed_lines is not None:
+        fresh = fresh.join(landed_lines.select(place), on=place, how="anti", nulls_equal=True)
+    landed_again = every_reject.height - seen - fresh.height
     deduped = Batch(
         batch_id=batch.batch_id,
         tables=tables,
@@ -364,9 +394,13 @@ def dedupe(
         lines_read=batch.lines_read,
         blank_lines=batch.blank_lines,
         files=batch.files,
+        task_keys=batch.task_keys.join(task_rows, on="row_nr", how="semi"),
     )
     return Deduped(
         batch=deduped,
-        skipped_duplicates=task_skipped.height + surface_skipped.height + batch.parse_skipped,
-        already_quarantined=every_reject.height - fresh.height,
+        skipped_duplicates=task_skipped.height
+        + surface_skipped.height
+        + batch.parse_skipped
+        + landed_again,
+        already_quarantined=seen,
     )

@@ -13,6 +13,7 @@ no score file under the current rubric yet.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,9 +23,9 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline import evolution, surface
 from pipeline import lake as lk
 from pipeline import score as task_score
-from pipeline import surface
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
@@ -66,6 +67,8 @@ class IngestReport:
     seconds: float
     # Files that could not be read as they are, and repairs made before the work.
     notes: list[str] = field(default_factory=list)
+    # What landed that the lake never held before, by kind (evolution.NEWS).
+    schema_news: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def accounted(self) -> int:
@@ -91,6 +94,12 @@ class ScoreResult:
     # Where the seconds went (local engine): plan (the Polars scoring), checks (the
     # pandera models), writes (Parquet files into the transaction); the rest is commit.
     stages: dict[str, float] = field(default_factory=dict)
+    # The lake's rubric before this scoring (None: a new lake).
+    rubric_before: str | None = None
+
+    @property
+    def rubric_changed(self) -> bool:
+        return self.rubric_before != self.rubric_id
 
 
 @dataclass
@@ -106,6 +115,31 @@ def current_rubric(lake: Path) -> Rubric | None:
     if document is None:
         return None
     return parse_rubric({"rubric_id": document["rubric_id"], **document["resolved"]})
+
+
+def lake_rubric(lake: Path, explicit: Rubric | None = None) -> Rubric:
+    """The rubric a command works under: the one given, else the lake's, else the defaults.
+
+    Only an explicit rubric changes the lake's; a command given none keeps it.
+    """
+    return explicit or current_rubric(lake) or parse_rubric({})
+
+
+def rubric_conflict(lake: Path, rubric: Rubric) -> str | None:
+    """Why ``rubric`` cannot be used in ``lake``: its id already names other content there.
+
+    Scores are filed by rubric_id, so one id with two contents would mix them.
+    """
+    known = known_rubrics(lake).get(rubric.rubric_id)
+    if known is None:
+        return None
+    given = json.loads(json.dumps(dict(rubric.resolved), sort_keys=True, default=str))
+    if given == known:
+        return None
+    return (
+        f"rubric_id {rubric.rubric_id!r} already names a different rubric in the lake {lake}; "
+        "give the changed rubric its own rubric_id (or none, for a content hash)"
+    )
 
 
 def known_rubrics(lake: Path) -> dict[str, dict[str, object]]:
@@ -192,6 +226,29 @@ def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataF
     )
 
 
+def earlier_landed_lines(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
+    """The landed runs (source, line, raw) at the places of ``batch``'s rejected lines.
+
+    Read only when the batch rejects a line, and filtered by place as it is read.
+    """
+    places = batch.quarantine.select("source", "line").unique()
+    if places.is_empty():
+        return pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
+    return pl.concat(
+        [
+            _landed_and_staged(lake, table, tx)
+            .select("source", "line", raw="record")
+            .filter(
+                pl.col("source").is_in(places["source"].unique().implode())
+                & pl.col("line").is_in(places["line"].unique().implode())
+            )
+            .join(places.lazy(), on=["source", "line"], how="semi")
+            .collect()
+            for table in RUN_TABLES
+        ]
+    )
+
+
 def landed_parts(lake: Path, table: str) -> list[str]:
     return [p.stem for p in lk.parquet_files(lk.table_dir(lake, table)) if p.stem != EMPTY_STEM]
 
@@ -214,13 +271,15 @@ def ingest_locked(
     env_rubric = rubric or current_rubric(lake) or parse_rubric({})
     env_types = sorted(env_rubric.task.envs)
     batch_id = lk.new_batch_id()
-    files = expand_inputs(inputs)
+    files = expand_inputs(inputs, lake)
     landed = landed_index(lake)
     totals = dict.fromkeys(
         ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
     )
     parts: list[str] = []
     outcomes: list[pl.DataFrame] = []
+    known = evolution.known_names(lake)
+    found: dict[str, set[str]] = {}
     with lk.Transaction(lake) as tx:
         chosen = limits or Limits()
         chunks = iter_line_chunks(
@@ -236,6 +295,7 @@ def ingest_locked(
                 batch,
                 *earlier_runs(lake, batch, tx, landed),
                 earlier_quarantine(lake, batch, tx),
+                earlier_landed_lines(lake, batch, tx),
             )
             frames = landed_frames(result.batch)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
@@ -248,6 +308,7 @@ def ingest_locked(
             for table in RUN_TABLES:
                 landed[table].add(frames[table].get_column("run_id"))
             outcomes.append(file_outcomes(frames))
+            evolution.merge(found, evolution.names_of(frames, result.batch.task_keys))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height
             totals["surface"] += frames["surface_runs"].height
@@ -255,6 +316,8 @@ def ingest_locked(
             totals["duplicates"] += result.skipped_duplicates
             totals["blank"] += batch.blank_lines
             totals["seen"] += result.already_quarantined
+        if any(found.values()):
+            evolution.remember(tx, lake, found, known)
         for target, document in (extra_documents or {}).items():
             tx.write_json(target, document)
     return IngestReport(
@@ -270,6 +333,7 @@ def ingest_locked(
         parts=parts,
         seconds=time.perf_counter() - started,
         notes=file_notes(outcomes),
+        schema_news=evolution.news_of(found, known),
     )
 
 
@@ -470,26 +534,34 @@ def score_locked(
         full=full,
         seconds=time.perf_counter() - started,
         stages=seconds,
+        rubric_before=before.rubric_id if before else None,
     )
 
 
 def score(
-    lake: Path, rubric: Rubric, *, engine: str = "local", spark_master: str = "local[2]"
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    engine: str = "local",
+    spark_master: str = "local[2]",
 ) -> ScoreResult:
-    """Rescore everything under ``rubric``, make it current, refresh the warehouse."""
+    """Rescore everything under ``rubric`` (None: the lake's), make it current, refresh
+    the warehouse."""
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        result = score_locked(lake, rubric, full=True, engine=engine, spark_master=spark_master)
+        chosen = lake_rubric(lake, rubric)
+        result = score_locked(lake, chosen, full=True, engine=engine, spark_master=spark_master)
         result.notes = notes
-        build_warehouse(lake, rubric.rubric_id)
+        build_warehouse(lake, chosen.rubric_id)
         return result
 
 
-def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
+def dry_run(lake: Path, rubric: Rubric | None = None) -> RescoreDiff:
     """Score every part under ``rubric`` in memory and diff it against the current scores."""
     with lk.lake_lock(lake):
         prepare(lake)
         before = current_rubric(lake)
+        rubric = lake_rubric(lake, rubric)
         if before is None:
             raise lk.InputError(f"the lake {lake} has no scores yet to compare a rubric against")
         parts = landed_parts(lake, "task_runs")
@@ -503,15 +575,22 @@ def dry_run(lake: Path, rubric: Rubric) -> RescoreDiff:
 
 
 def run(
-    inputs: Sequence[Path], lake: Path, rubric: Rubric, limits: Limits | None = None
+    inputs: Sequence[Path],
+    lake: Path,
+    rubric: Rubric | None = None,
+    limits: Limits | None = None,
 ) -> RunSummary:
-    """Ingest, score what is new (everything, when the rubric changed), refresh the views."""
+    """Ingest, score what is new (everything, when the rubric changed), refresh the views.
+
+    Without a rubric the lake's own is used, so a plain run never undoes a rubric change.
+    """
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        report = ingest_locked(inputs, lake, rubric, limits=limits)
+        chosen = lake_rubric(lake, rubric)
+        report = ingest_locked(inputs, lake, chosen, limits=limits)
         report.notes = notes + report.notes
-        result = score_locked(lake, rubric, full=False)
-        build_warehouse(lake, rubric.rubric_id)
+        result = score_locked(lake, chosen, full=False)
+        build_warehouse(lake, chosen.rubric_id)
     return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
 
 
@@ -546,11 +625,36 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         f"{report.seconds:.2f}",
     )
     console.print(table)
+    for line in news_lines(report.schema_news):
+        console.print(line, highlight=False, markup=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
 
 
+def news_lines(news: dict[str, list[str]]) -> list[str]:
+    """One line per kind of name the lake had never held (nothing when there is none)."""
+    return [
+        f"new {evolution.NEWS_LABELS[key]}: {', '.join(names)}"
+        for key, names in news.items()
+        if names
+    ]
+
+
+def rubric_change_line(before: str | None, after: str, runs_rescored: int) -> str | None:
+    """What an explicit rubric changed, in one line (None when it changed nothing)."""
+    if before == after:
+        return None
+    if before is None:
+        return f"rubric: the lake starts with {after}"
+    return f"rubric changed: {before} -> {after}; {runs_rescored} run(s) rescored"
+
+
 def print_score_result(console: Console, result: ScoreResult) -> None:
+    change = rubric_change_line(
+        result.rubric_before, result.rubric_id, result.task_runs + result.surface_runs
+    )
+    if change:
+        console.print(change, highlight=False, markup=False)
     console.print(
         f"scored {result.task_runs} task runs and {result.surface_runs} surface grades "
         f"({'all' if result.full else 'new'} parts: {result.parts}) "

@@ -47,6 +47,7 @@ LANDED_TABLES = (
     "surface_runs",
     "surface_findings",
     "quarantine",
+    "quarantine_resolved",
 )
 SCORE_TABLES = (
     "task_scores",
@@ -75,6 +76,51 @@ class LakeBusyError(RuntimeError):
 
 class InputError(ValueError):
     """An input path the pipeline cannot read at all."""
+
+
+# Written when a lake is created: what tells a lake from any other folder.
+LAKE_MARKER = Path("_state") / "lake.json"
+# What a lake made before the marker existed holds (any one of them).
+LEGACY_SIGNS = ("_parts", "_state", "warehouse.duckdb")
+
+
+def is_lake(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    return (path / LAKE_MARKER).is_file() or any((path / s).exists() for s in LEGACY_SIGNS)
+
+
+def not_a_lake(path: Path, *, may_create: bool) -> str | None:
+    """Why ``path`` cannot serve as a lake (None when it can).
+
+    A command that only reads or rescores needs a lake that exists; run and
+    ingest may create one, in a new or empty folder, never inside a folder
+    that holds other things.
+    """
+    if is_lake(path):
+        return None
+    if path.exists() and not path.is_dir():
+        return f"--lake {path} is a file, not a lake folder"
+    if not may_create:
+        what = "does not exist" if not path.exists() else f"holds no lake ({LAKE_MARKER})"
+        return f"--lake {path} {what}; create one with `python -m pipeline run` or `ingest`"
+    if path.exists() and any(path.iterdir()):
+        return (
+            f"--lake {path} is a folder that is not a lake (no {LAKE_MARKER}) and not empty; "
+            "give a new or empty folder"
+        )
+    return None
+
+
+def _mark_lake(lake: Path) -> None:
+    """Write the marker of a new lake (no crash point: it holds no data)."""
+    marker = lake / LAKE_MARKER
+    if marker.is_file():
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    tmp = marker.with_name(f".{marker.name}.{secrets.token_hex(4)}.tmp")
+    tmp.write_text(json.dumps({"lake": 1}) + "\n")
+    os.replace(tmp, marker)
 
 
 def new_batch_id() -> str:
@@ -166,6 +212,7 @@ def scan_files(files: list[Path], schema: pl.Schema) -> pl.LazyFrame:
 def lake_lock(lake: Path) -> Iterator[None]:
     """One writer at a time: a second run refuses at once instead of waiting."""
     lake.mkdir(parents=True, exist_ok=True)
+    _mark_lake(lake)
     lock_file = lake / ".lock"
     with open(lock_file, "a+") as handle:
         try:

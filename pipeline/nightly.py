@@ -47,6 +47,8 @@ class NightlySummary:
     rubric_before: str | None = None
     rubric_after: str | None = None
     nothing_to_do: bool = False
+    # What landed that the lake never held before (evolution.NEWS keys).
+    schema_news: dict[str, list[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     summary_file: str | None = None
@@ -71,22 +73,24 @@ def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
 def nightly(
     inbox: Path,
     lake: Path,
-    rubric: Rubric,
+    rubric: Rubric | None = None,
     *,
     engine: str = "local",
     spark_master: str = "local[2]",
 ) -> NightlySummary:
-    """One nightly pass over ``inbox``; see the module docstring."""
+    """One nightly pass over ``inbox`` under ``rubric`` (None: the lake's own, so a nightly
+    job never undoes an analyst's rubric change); see the module docstring."""
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
     with lk.lake_lock(lake):
         notes = jobs.prepare(lake)
         with timed(seconds, "scan"):
-            files = expand_inputs([inbox])
+            files = expand_inputs([inbox], lake)
             digests = {path: file_digest(path) for path in files}
             ledger = read_ledger(lake)
             new = [path for path in files if digests[path] not in ledger]
         before = jobs.current_rubric(lake)
+        rubric = jobs.lake_rubric(lake, rubric)
         summary = NightlySummary(
             started_at=started.isoformat(),
             inbox=str(inbox),
@@ -127,6 +131,7 @@ def nightly(
                 summary.skipped_duplicates = report.skipped_duplicates
                 summary.skipped_blank = report.skipped_blank
                 summary.already_quarantined = report.already_quarantined
+                summary.schema_news = report.schema_news
                 notes.extend(report.notes)
             with timed(seconds, "score"):
                 result = jobs.score_locked(
@@ -178,6 +183,13 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     for what, value in rows:
         table.add_row(what, str(value))
     console.print(table)
+    for line in jobs.news_lines(summary.schema_news):
+        console.print(line, highlight=False, markup=False)
+    change = jobs.rubric_change_line(
+        summary.rubric_before, summary.rubric_after or "", summary.runs_scored
+    )
+    if change:
+        console.print(change, highlight=False, markup=False)
     for note in summary.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     for violation in summary.check_violations:

@@ -96,17 +96,32 @@ def is_input_file(path: Path) -> bool:
     return path.is_file() and path.name.endswith(INPUT_SUFFIXES)
 
 
-def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
-    """Files as given; directories as every input file below them, in sorted order."""
+def source_name(path: Path) -> str:
+    """How a file is named in the lake: by where it is, not by how it was spelled.
+
+    ``x.jsonl``, ``./d/../x.jsonl`` and ``/abs/x.jsonl`` (or a symlink to it) are one
+    file, so its lines are one set of lines: a bad line read again is "seen".
+    """
+    return str(path.resolve())
+
+
+def expand_inputs(inputs: Sequence[Path], lake: Path | None = None) -> list[Path]:
+    """Files as given; directories as every input file below them, in sorted order.
+
+    Each file resolved, and once, however many inputs name it. A folder that holds
+    the ``lake`` does not give the lake's own files (its state and manifests are JSON).
+    """
+    own = lake.resolve() if lake is not None else None
     files: list[Path] = []
     for item in inputs:
         if item.is_dir():
-            files.extend(sorted(p for p in item.rglob("*") if is_input_file(p)))
+            found = sorted(p.resolve() for p in item.rglob("*") if is_input_file(p))
+            files.extend(p for p in found if own is None or not p.is_relative_to(own))
         elif item.is_file():
-            files.append(item)
+            files.append(item.resolve())
         else:
             raise InputError(f"no such input: {item}")
-    return files
+    return list(dict.fromkeys(files))
 
 
 def _split_text(data: bytes) -> pl.DataFrame:
@@ -201,7 +216,7 @@ def _file_frames(path: Path, chunk_bytes: int) -> Iterator[tuple[pl.DataFrame, i
     Each frame comes with the input bytes it holds (line endings included), so
     the caller can cut chunks on the same measure.
     """
-    source = str(path)
+    source = source_name(path)
     # A bytearray grows in place and drops its front without copying the rest:
     # appending to bytes would copy the whole carry for every block read.
     carry = bytearray()
@@ -328,6 +343,7 @@ def iter_line_chunks(
         return Lines(frame=chunk, files=pending_files)
 
     for path in files:
+        source = source_name(path)
         for frame, size in _file_frames(path, chunk_bytes):
             # A chunk stays within chunk_bytes: what is pending goes first when
             # this frame would take it over.
@@ -339,11 +355,11 @@ def iter_line_chunks(
             pending_bytes += size
             # Every part names each file it holds lines of, so a part that is
             # lost names the files to read again, the middle of a file included.
-            if str(path) not in pending_files:
-                pending_files.append(str(path))
-        if not pending_files or pending_files[-1] != str(path):
+            if source not in pending_files:
+                pending_files.append(source)
+        if not pending_files or pending_files[-1] != source:
             # A file that gave no lines (empty) still counts as read in this chunk.
-            pending_files.append(str(path))
+            pending_files.append(source)
     if pending or not yielded:
         if not pending:
             pending = [pl.DataFrame(schema=LINE_SCHEMA)]

@@ -3,10 +3,12 @@
 The lines come from the lake's quarantine table, where their raw text is kept,
 and go through the same reading limits, validation and dedupe as any input,
 keeping their original source file and line number. In one lake transaction,
-what now lands is written and removed from the quarantine; what still fails
-stays in the quarantine as it was (its first reason kept). Replaying twice
-lands nothing new: a landed line is no longer in the quarantine, and a line
-whose run_id already landed with the same content is an exact duplicate.
+what now lands is written, and every released line is marked resolved
+(``quarantine_resolved``: source, line, raw, the run_id it became), which takes
+it out of the ``quarantine`` view; what still fails stays unresolved, its
+first reason kept. The quarantine rows themselves are never rewritten, so the
+same line read again from its file is "seen", not quarantined twice. Replaying
+twice lands nothing new: a resolved line is not tried again.
 
 Not replayed, since their kept text is not the line that arrived: lines that
 were not UTF-8 (bad bytes shown as escapes), records over the size limit (cut
@@ -16,20 +18,20 @@ to 1 KiB), the last line of a cut gzip stream, and whole-file problems.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
 
-from pipeline import jobs
+from pipeline import evolution, jobs
 from pipeline import lake as lk
-from pipeline.ingest import build_batch, dedupe, landed_frames
+from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.parts import manifest, manifest_path
 from pipeline.reader import LINE_SCHEMA, lines_of_text
-from pipeline.rubric import Rubric, parse_rubric
+from pipeline.rubric import Rubric
 from pipeline.warehouse import build_warehouse
-from schemas import polars_schema
-from schemas.tasks import Quarantine
+from schemas import checked, polars_schema
+from schemas.tasks import Quarantine, QuarantineResolved
 
 # Reasons (from pipeline/reader.py) whose kept raw text is not the original line.
 NOT_REPLAYABLE = (
@@ -52,6 +54,8 @@ class ReplayReport:
     skipped_duplicates: int
     still_quarantined: int
     seconds: float
+    # The scoring that followed (replay_quarantine with rescore), for what it changed.
+    scored: jobs.ScoreResult | None = None
 
     @property
     def released(self) -> int:
@@ -62,23 +66,21 @@ class ReplayReport:
         return self.released + self.still_quarantined
 
 
-def _held(lake: Path) -> pl.DataFrame:
-    """Every quarantined line, with the file that holds it and its row in that file."""
-    files = lk.parquet_files(lk.table_dir(lake, "quarantine"))
-    schema = polars_schema(Quarantine)
-    if not files:
-        return pl.DataFrame(schema={**schema, "file": pl.String, "file_row": pl.Int64})
-    return (
-        pl.scan_parquet(
-            files,
-            schema=schema,
-            missing_columns="insert",
-            extra_columns="ignore",
-            include_file_paths="file",
-        )
-        .with_columns(file_row=pl.int_range(pl.len(), dtype=pl.Int64).over("file"))
-        .collect()
+PLACE = ["source", "line", "raw"]
+
+
+def resolutions(lake: Path) -> pl.LazyFrame:
+    """Every quarantined line a replay released (QuarantineResolved rows)."""
+    return lk.scan_table(
+        lk.table_dir(lake, "quarantine_resolved"), polars_schema(QuarantineResolved)
     )
+
+
+def unresolved(lake: Path) -> pl.DataFrame:
+    """Every quarantined line no replay has released yet (the ``quarantine`` view's rows)."""
+    held = lk.scan_table(lk.table_dir(lake, "quarantine"), polars_schema(Quarantine))
+    released = resolutions(lake).select(PLACE)
+    return held.join(released, on=PLACE, how="anti", nulls_equal=True).collect()
 
 
 def replayable() -> pl.Expr:
@@ -86,12 +88,39 @@ def replayable() -> pl.Expr:
     return pl.col("raw").is_not_null() & (pl.col("line") > 0) & ~cut
 
 
+def _resolved_rows(
+    candidates: pl.DataFrame, batch: Batch, kept: Batch, batch_id: str
+) -> pl.DataFrame:
+    """The released candidates as QuarantineResolved rows: the run_id each line carries,
+    and whether it landed now or repeated a run already there."""
+    runs = pl.concat(
+        [batch.tables[t].select("row_nr", "run_id") for t in jobs.RUN_TABLES]
+        + [
+            batch.skipped_reports.join(
+                candidates.select("row_nr", "source", "line"), on=["source", "line"]
+            ).select("row_nr", "run_id")
+        ]
+    )
+    landed = pl.concat([kept.tables[t].select("row_nr") for t in jobs.RUN_TABLES])
+    released = candidates.join(kept.quarantine.select("row_nr"), on="row_nr", how="anti")
+    return released.join(runs, on="row_nr").select(
+        "source",
+        "line",
+        "raw",
+        "run_id",
+        outcome=pl.when(pl.col("row_nr").is_in(landed["row_nr"].implode()))
+        .then(pl.lit("landed"))
+        .otherwise(pl.lit("duplicate")),
+        batch_id=pl.lit(batch_id),
+    )
+
+
 def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     """replay_quarantine(), for a caller that already holds the lake's lock."""
     started = time.perf_counter()
-    chosen = rubric or jobs.current_rubric(lake) or parse_rubric({})
+    chosen = jobs.lake_rubric(lake, rubric)
     batch_id = lk.new_batch_id()
-    held = _held(lake)
+    held = unresolved(lake)
     candidates = held.filter(replayable()).with_row_index("row_nr")
     raw = candidates.select(
         "source",
@@ -107,10 +136,17 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     nothing_held = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
     result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held)
     frames = landed_frames(result.batch)
-    still = result.batch.quarantine.select("row_nr")
-    released = candidates.join(still, on="row_nr", how="anti")
+    frames["quarantine_resolved"] = checked(
+        QuarantineResolved, _resolved_rows(candidates, batch, result.batch, batch_id)
+    )
     part = f"{batch_id}-p00000"
+    known = evolution.known_names(lake)
+    found = evolution.names_of(frames, result.batch.task_keys)
     with lk.Transaction(lake) as tx:
+        if any(found.values()):
+            evolution.remember(tx, lake, found, known)
+        # Appended, never rewritten: the quarantine rows stay as they were, and a line
+        # is resolved exactly when this part (whole, by its manifest) lists it.
         written = {
             name: frame.height
             for name, frame in frames.items()
@@ -119,26 +155,8 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
         for name in written:
             tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
         if written:
-            sources = released["source"].unique().to_list()
+            sources = frames["quarantine_resolved"]["source"].unique().to_list()
             tx.write_json(manifest_path(lake, part), manifest(written, sources))
-        touched = released.select("file").unique()["file"].to_list()
-        for file in touched:
-            kept = held.filter(pl.col("file") == file).join(
-                released.select("file", "file_row"), on=["file", "file_row"], how="anti"
-            )
-            # The quarantine file belongs to a part: its manifest follows the new count.
-            owner = manifest_path(lake, Path(file).stem)
-            document = lk.read_json(owner, None)
-            if kept.height:
-                tx.write(Path(file), kept.drop("file", "file_row"))
-                if document is not None:
-                    document["tables"]["quarantine"] = kept.height
-            else:
-                tx.delete(Path(file))
-                if document is not None:
-                    document["tables"].pop("quarantine", None)
-            if document is not None:
-                tx.write_json(owner, document)
     return ReplayReport(
         batch_id=batch_id,
         rubric_id=chosen.rubric_id,
@@ -148,7 +166,7 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
         landed_task_runs=frames["task_runs"].height,
         landed_surface_runs=frames["surface_runs"].height,
         skipped_duplicates=result.skipped_duplicates,
-        still_quarantined=still.height,
+        still_quarantined=result.batch.quarantine.height,
         seconds=time.perf_counter() - started,
     )
 
@@ -165,7 +183,8 @@ def replay_quarantine(
         jobs.prepare(lake)
         report = replay_locked(lake, rubric)
         if rescore:
-            chosen = rubric or jobs.current_rubric(lake) or parse_rubric({})
-            jobs.score_locked(lake, chosen, full=False)
+            chosen = jobs.lake_rubric(lake, rubric)
+            scored = jobs.score_locked(lake, chosen, full=False)
             build_warehouse(lake, chosen.rubric_id)
+            report = replace(report, scored=scored)
     return report

@@ -17,6 +17,7 @@ from schemas.surface import (
 )
 from schemas.tasks import (
     Quarantine,
+    QuarantineResolved,
     RunMetadata,
     TaskComponent,
     TaskComponentScore,
@@ -31,6 +32,7 @@ LANDED: dict[str, type[pa.DataFrameModel]] = {
     "task_penalties": TaskPenalty,
     "run_metadata": RunMetadata,
     "quarantine": Quarantine,
+    "quarantine_resolved": QuarantineResolved,
     "surface_runs": SurfaceRun,
     "surface_findings": SurfaceFinding,
 }

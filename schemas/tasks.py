@@ -101,6 +101,28 @@ class Quarantine(pa.DataFrameModel):
         strict = True
 
 
+RESOLUTIONS = ("landed", "duplicate")
+
+
+class QuarantineResolved(pa.DataFrameModel):
+    """A quarantined line that replay-quarantine released, and the run it became.
+
+    Append-only: the quarantine row stays (so the same line read again is "seen")
+    and the ``quarantine`` view leaves out every line listed here.
+    """
+
+    source: str
+    line: pl.Int64 = pa.Field(ge=1)
+    raw: str
+    run_id: str
+    # landed: the line is that run now; duplicate: a run of the same content had landed.
+    outcome: str = pa.Field(isin=list(RESOLUTIONS))
+    batch_id: str
+
+    class Config:
+        strict = True
+
+
 class TaskScore(pa.DataFrameModel):
     """One run scored under one rubric (CONTRACT section 4)."""
 

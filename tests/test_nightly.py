@@ -136,6 +136,9 @@ def test_concurrent_start_is_refused(tmp_path: Path) -> None:
 
 
 def _nightly(inbox: Path, lake: Path, crash_at: int | None) -> int:
+    # The nightly command works on a lake that exists (run or ingest make one).
+    with lake_lock(lake):
+        pass
     env = {k: v for k, v in os.environ.items() if k != CRASH_AT_ENV}
     if crash_at is not None:
         env[CRASH_AT_ENV] = str(crash_at)

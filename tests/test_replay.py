@@ -17,7 +17,7 @@ from pipeline import jobs
 from pipeline.cli import app
 from pipeline.evolution import schema_news
 from pipeline.reader import MAX_DEPTH_ENV, MAX_RECORD_BYTES_ENV
-from pipeline.replay import replay_quarantine
+from pipeline.replay import replay_quarantine, unresolved
 from pipeline.rubric import parse_rubric
 from tests.strategies import surface_report, task_record
 
@@ -71,13 +71,13 @@ def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path) 
     # Under the old rubric nothing changes.
     unchanged = replay_quarantine(lake)
     assert (unchanged.tried, unchanged.released, unchanged.still_quarantined) == (3, 0, 3)
-    assert rows(lake, "quarantine").height == 3
+    assert unresolved(lake).height == 3
 
     rubric = parse_rubric(FUZZ_RUBRIC)
     replayed = replay_quarantine(lake, rubric)
     assert (replayed.tried, replayed.landed_task_runs, replayed.still_quarantined) == (3, 2, 1)
     assert replayed.accounted == replayed.tried
-    left = rows(lake, "quarantine")
+    left = unresolved(lake)
     assert left["raw"].to_list() == ["garbage"]
     landed = rows(lake, "task_runs").filter(pl.col("env_type") == "fuzz").sort("line")
     # The original file and line, not a temporary file's.
@@ -123,7 +123,13 @@ def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path) -> None:
         1,
         0,
     )
-    assert rows(lake, "quarantine").height == 0
+    assert unresolved(lake).height == 0
+    # Resolved, not removed: the rows stay, each marked with the run it became.
+    assert rows(lake, "quarantine").height == 2
+    assert sorted(rows(lake, "quarantine_resolved")["outcome"].to_list()) == [
+        "duplicate",
+        "landed",
+    ]
     assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
 
 
@@ -146,7 +152,7 @@ def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays
     report = replay_quarantine(lake, rescore=False)
     assert (report.held, report.not_replayable, report.landed_task_runs) == (2, 1, 1)
     assert rows(lake, "task_runs")["run_id"].to_list() == ["deep"]
-    assert rows(lake, "quarantine")["line"].to_list() == [2]
+    assert unresolved(lake)["line"].to_list() == [2]
 
 
 def test_replay_quarantine_command(tmp_path: Path) -> None:
@@ -206,6 +212,7 @@ def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path) -> No
         "components": sorted(
             set(new_task["grade"]["subscores"]) - set(old_task["grade"]["subscores"])
         ),
+        "env_types": sorted({new_task["env_type"]} - {old_task["env_type"]}),
     }
     assert "grader_build" in news["task_fields"]
     assert "quantum_smell" in news["finding_kinds"]

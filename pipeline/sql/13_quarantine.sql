@@ -1,5 +1,11 @@
--- quarantine: every input line that did not land, with its source file, line
--- number, raw text and a reason a person can act on.
+-- quarantine: every input line that did not land and that no replay has released
+-- since, with its source file, line number, raw text and a reason a person can act
+-- on. A line replay-quarantine landed is in quarantine_resolved instead.
 create or replace view quarantine as
-select source, line, reason, raw, record_kind, batch_id
-from read_parquet('{{lake}}/quarantine/*.parquet', union_by_name = true)
+select q.source, q.line, q.reason, q.raw, q.record_kind, q.batch_id
+from read_parquet('{{lake}}/quarantine/*.parquet', union_by_name = true) as q
+where not exists (
+    select 1
+    from read_parquet('{{lake}}/quarantine_resolved/*.parquet', union_by_name = true) as r
+    where r.source = q.source and r.line = q.line and r.raw is not distinct from q.raw
+)
