@@ -418,11 +418,7 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Verify the lake's invariants: exit 0 when all hold, 1 listing each violation."""
-    if not lake.is_dir() or not (lake / "_state").is_dir():
-        errors.print(
-            f"[bold red]usage:[/] {lake} is not a lake (no _state/ folder)", highlight=False
-        )
-        raise typer.Exit(EXIT_USAGE)
+    _lake_or_exit(lake)
     from pipeline.check import check_lake
 
     report = check_lake(lake)
