@@ -2,4 +2,4 @@
 -- number, raw text and a reason a person can act on.
 create or replace view quarantine as
 select source, line, reason, raw, record_kind, batch_id
-from read_parquet('{{lake}}/quarantine/*.parquet', union_by_name = true)
+from stg_quarantine
