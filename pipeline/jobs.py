@@ -34,7 +34,7 @@ from pipeline.progress import progress, timed
 from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
-from pipeline.warehouse import build_warehouse, connect_read_only, warehouse_path
+from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
 
@@ -43,11 +43,7 @@ RUBRICS = "rubrics"
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
 RUN_TABLES = ("task_runs", "surface_runs")
-# Which score tables each kind of landed run has, per part.
-SCORE_FAMILIES = {
-    "task_runs": ("task_scores", "task_component_scores"),
-    "surface_runs": ("surface_scores", "surface_finding_scores", "surface_phase_scores"),
-}
+SCORE_FAMILIES = lk.SCORE_FAMILIES
 # The schema-only files the warehouse keeps so globs match; not parts.
 EMPTY_STEM = "empty"
 
@@ -703,6 +699,19 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
                 "-" if delta is None else f"{delta:+.1f}",
             )
         console.print(grades)
-    console.print(f"warehouse: {summary.warehouse}", highlight=False)
-    console.print(f"open it with:  duckdb -readonly {summary.warehouse}", highlight=False)
-    console.print(f"first query:   {FIRST_QUERY}", highlight=False)
+    print_open_commands(console, lake)
+
+
+def print_open_commands(console: Console, lake: Path) -> None:
+    """How to read the warehouse: the pipeline's query command, and DuckDB's own shell."""
+    commands = open_commands(lake, FIRST_QUERY)
+    lines = [
+        f"warehouse: {warehouse_path(lake)} (one self-contained file: copy or move it "
+        f"anywhere; {commands['readers']} opens it)",
+        f"query it:  {commands['query']}",
+        f"or open it in DuckDB's shell:  {commands['shell']}",
+        f"  (no duckdb command? {commands['shell_install']})",
+    ]
+    for line in lines:
+        # Commands stay on one line however narrow the terminal, so they paste whole.
+        console.print(line, highlight=False, markup=False, soft_wrap=True)

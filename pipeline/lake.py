@@ -10,7 +10,8 @@ Layout (``<lake>/``):
   surface_phase_scores); ``rubric_key`` is a hash of the rubric_id, so a
   rubric's name never becomes a path.
 - ``_state/``: small JSON documents (current rubric, ledger of ingested files).
-- ``warehouse.duckdb``: the views, rebuilt from ``sql/``.
+- ``warehouse.duckdb``: the lake's tables and the views over them, one
+  self-contained file (see ``pipeline/warehouse.py``).
 
 Every file is written to a hidden temporary name and renamed into place, so a
 reader (or a DuckDB glob) never sees half a file: ``*.parquet`` globs do not
@@ -56,6 +57,11 @@ SCORE_TABLES = (
     "surface_finding_scores",
     "surface_phase_scores",
 )
+# Which score tables each kind of landed run has, per part.
+SCORE_FAMILIES = {
+    "task_runs": ("task_scores", "task_component_scores"),
+    "surface_runs": ("surface_scores", "surface_finding_scores", "surface_phase_scores"),
+}
 
 
 # Fault injection for the crash tests: with PIPELINE_CRASH_AT=N the process

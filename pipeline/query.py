@@ -8,10 +8,10 @@ Three locks, each enough on its own for some statements, together for all:
    INSTALL/LOAD, SET, PRAGMA, CALL checkpoint, EXPORT, CREATE, DROP...) is
    refused before it reaches the database.
 2. The warehouse is opened ``read_only``: no statement can change it.
-3. File access is confined to the lake (``allowed_directories``,
-   ``enable_external_access = false``, then ``lock_configuration``), so the
-   views still read their Parquet files but no query reads or writes a file
-   elsewhere, and no query can lift the confinement.
+3. File access is off (``enable_external_access = false`` and
+   ``lock_configuration``, set as the file is opened): the warehouse holds every
+   row the views read, so no query reads or writes any file, not even the lake's,
+   no extension loads, and no query can lift it.
 """
 
 from __future__ import annotations
@@ -89,23 +89,23 @@ def check_read_only(sql: str) -> list[str]:
     return texts
 
 
+# No file, no extension, and settings no statement can change.
+CONFINED = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
+
+
 def connect_confined(lake: Path) -> duckdb.DuckDBPyConnection:
-    """The warehouse, read-only, able to read the lake's files and no others."""
+    """The warehouse, read-only, with no access to any file."""
     path = warehouse_path(lake)
     if not path.exists():
         raise WarehouseError(
             f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"
         )
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        root = str(lake.resolve())
-        con.execute("set allowed_directories = ?", [[root + "/"]])
-        con.execute("set enable_external_access = false")
-        con.execute("set lock_configuration = true")
-    except duckdb.Error:
-        con.close()
-        raise
-    return con
+    return duckdb.connect(str(path), read_only=True, config=dict(CONFINED))
 
 
 def run_query(lake: Path, sql: str) -> Iterator[Result]:

@@ -1,37 +1,84 @@
-"""The warehouse: ``<lake>/warehouse.duckdb``, views over the lake's Parquet.
+"""The warehouse: ``<lake>/warehouse.duckdb``, one self-contained DuckDB file.
 
-The views are the files ``sql/NN_*.sql``, applied in filename order. They read
-the lake by glob, so they keep working as the lake gains files; the file is
-built beside its final name and renamed into place, so an analyst never opens
-half a warehouse.
+The staging layer lives inside the file: ``stg_<table>`` is a table holding the
+rows of one lake table (every landed table, and every score table under the
+current rubric only), each row tagged with ``_part``, the name of the lake file
+(part) it came from. The views ``sql/NN_*.sql`` read those tables, never the
+lake's Parquet: DuckDB resolves a path in a view against the reader's working
+directory, so views over Parquet could not follow the lake when it is copied,
+moved or tarred. This file answers wherever it goes, with no command run first,
+and it is written in a storage version that older DuckDB releases read.
+
+Readers see a build whole or not at all. It is written beside its final name
+and renamed into place after the lake's transaction has committed, and a part
+whose runs have no score under the current rubric yet is left out whole (its
+runs, metadata and quarantine rows), so no reader sees a run without its score.
+
+A build is incremental: when the previous file was built by the same code (its
+fingerprint: the views' SQL, the tables' schemas, the storage version) under the
+same rubric, it is copied and only the lake files added, changed or removed
+since are loaded or dropped. Otherwise the file is built from nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import secrets
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from pipeline.lake import parquet_files, score_dir, table_dir, write_parquet_atomic
+from pipeline.lake import SCORE_FAMILIES, parquet_files, score_dir, table_dir
 from pipeline.sql import SQL_DIR, sql_text
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 
 WAREHOUSE_NAME = "warehouse.duckdb"
-LAKE_TOKEN = "{{lake}}"
-# Scores for the placeholder rubric key: an empty file per score table, so the
-# score globs match before anything is scored.
-EMPTY_RUBRIC = "__empty__"
-# Characters DuckDB's glob would read as patterns; a lake path with them would
-# make the views read other folders' files.
+# The oldest storage format that holds what the views use. DuckDB 1.4.0 and later read it,
+# among them the `duckdb` command that `pip install duckdb-cli` gives (1.5.x reads 64..68;
+# DuckDB 2.0's own format, 69, it cannot).
+STORAGE_VERSION = "v1.4.0"
+OLDEST_READER = "1.4.0"
+# Raised when the file's layout changes in a way the SQL files and schemas do not show.
+LAYOUT = 1
+STAGE_PREFIX = "stg_"
+PART_COLUMN = "_part"
+# Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake
+# path holding one would make the build read other folders' files.
 GLOB_CHARACTERS = set("*?[]{}")
+IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
+FILE_COLUMNS = {
+    "tbl": pl.String,
+    "path": pl.String,
+    "part": pl.String,
+    "size": pl.Int64,
+    "mtime_ns": pl.Int64,
+}
 
 
 class WarehouseError(RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class Build:
+    """What one build did: from nothing or from the previous file, and the files it moved."""
+
+    path: Path
+    incremental: bool
+    files_loaded: int
+    files_dropped: int
+    seconds: float
+    size_bytes: int
 
 
 def warehouse_path(lake: Path) -> Path:
@@ -42,62 +89,188 @@ def view_files() -> list[Path]:
     return sorted(SQL_DIR.glob("[0-9][0-9]_*.sql"))
 
 
-def lake_literal(lake: Path) -> str:
-    """The lake's absolute path as the text inside a SQL string literal.
+def staged_tables() -> dict[str, pl.Schema]:
+    """Every lake table the warehouse holds, by its name in the lake, with its schema."""
+    return {name: polars_schema(model) for name, model in {**LANDED, **SCORED}.items()}
 
-    DuckDB cannot bind parameters in CREATE VIEW, so the one value that must
-    be written into the views' text is the lake root: it is the operator's
-    configuration, never data, it is refused if it holds glob characters, and
-    its quotes are doubled.
-    """
+
+@cache
+def fingerprint() -> str:
+    """What a previous file must have been built with for this code to add to it."""
+    digest = hashlib.sha256(f"{LAYOUT} {STORAGE_VERSION}".encode())
+    for path in view_files():
+        digest.update(path.name.encode() + path.read_bytes())
+    for name, schema in staged_tables().items():
+        digest.update(f"{name} {schema!r}".encode())
+    return digest.hexdigest()
+
+
+def _stage_sql(template: str, table: str) -> str:
+    """A staging statement for one table. The table name is the only text put into
+    SQL, and it is a key of the schema registry (never data), checked as an identifier."""
+    if table not in staged_tables() or not IDENTIFIER.fullmatch(table):
+        raise WarehouseError(f"not a lake table: {table!r}")
+    return sql_text(f"warehouse/{template}.sql").replace("{table}", STAGE_PREFIX + table)
+
+
+def check_lake_path(lake: Path) -> str:
     root = str(lake.resolve())
     if GLOB_CHARACTERS & set(root) or "\x00" in root:
         raise WarehouseError(f"the lake path {root!r} holds glob characters; choose another")
-    return root.replace("'", "''")
+    return root
 
 
-def ensure_empty_tables(lake: Path) -> None:
-    """One empty file of its full schema in every table folder that has none."""
-    for name, model in LANDED.items():
-        directory = table_dir(lake, name)
-        if not parquet_files(directory):
-            write_parquet_atomic(
-                pl.DataFrame(schema=polars_schema(model)), directory / "empty.parquet"
-            )
-    for name, model in SCORED.items():
-        directory = score_dir(lake, EMPTY_RUBRIC, name)
-        if not parquet_files(directory):
-            write_parquet_atomic(
-                pl.DataFrame(schema=polars_schema(model)), directory / "empty.parquet"
-            )
+# --------------------------------------------------------------------------- the lake's side
 
 
-def build_warehouse(lake: Path, rubric_id: str) -> Path:
-    """(Re)create every view; the current rubric's scores are what the views show."""
-    ensure_empty_tables(lake)
+def hidden_parts(lake: Path, rubric_id: str) -> set[str]:
+    """Parts with runs that lack any of their score files under ``rubric_id``."""
+    hidden: set[str] = set()
+    for runs, tables in SCORE_FAMILIES.items():
+        landed = {p.stem for p in parquet_files(table_dir(lake, runs))}
+        for table in tables:
+            hidden |= landed - {p.stem for p in parquet_files(score_dir(lake, rubric_id, table))}
+    return hidden
+
+
+def lake_files(lake: Path, rubric_id: str) -> pl.DataFrame:
+    """The lake files the warehouse shows under ``rubric_id``, with what identifies their
+    content (size, mtime: every lake file is written whole and renamed into place)."""
+    hidden = hidden_parts(lake, rubric_id)
+    per_part = {table for tables in SCORE_FAMILIES.values() for table in tables}
+    rows: list[tuple[str, str, str, int, int]] = []
+    for table in staged_tables():
+        directory = table_dir(lake, table) if table in LANDED else score_dir(lake, rubric_id, table)
+        for path in parquet_files(directory):
+            if path.stem in hidden and (table in LANDED or table in per_part):
+                continue
+            stat = path.stat()
+            relative = path.relative_to(lake).as_posix()
+            rows.append((table, relative, path.stem, stat.st_size, stat.st_mtime_ns))
+    return pl.DataFrame(rows, schema=FILE_COLUMNS, orient="row")
+
+
+# --------------------------------------------------------------------------- the file's side
+
+
+def _connect(path: Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
+
+
+def _create(con: duckdb.DuckDBPyConnection, rubric_id: str) -> None:
+    """An empty warehouse: facts, the file list, one table per lake table, the views."""
+    con.execute(sql_text("queries/meta_create.sql"))
+    con.execute(sql_text("queries/meta_insert.sql"), ["rubric_id", rubric_id])
+    con.execute(sql_text("queries/meta_insert.sql"), ["fingerprint", fingerprint()])
+    con.execute(sql_text("queries/meta_insert.sql"), ["storage_version", STORAGE_VERSION])
+    con.execute(sql_text("warehouse/files_create.sql"))
+    for table, schema in staged_tables().items():
+        # The tables take the lake's schemas through Arrow: the same column types
+        # read_parquet gives for the files (a test holds them equal).
+        empty = pl.DataFrame(schema={**schema, PART_COLUMN: pl.String}).to_arrow()
+        con.from_arrow(empty).create(STAGE_PREFIX + table)
+    for path in view_files():
+        try:
+            con.execute(path.read_text(encoding="utf-8"))
+        except duckdb.Error as exc:
+            raise WarehouseError(f"view {path.name} failed: {exc}") from exc
+
+
+def _built_with(path: Path, rubric_id: str) -> bool:
+    """Whether the file at ``path`` is a warehouse this code can add to under ``rubric_id``."""
+    if not path.is_file():
+        return False
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        get = sql_text("queries/meta_get.sql")
+        found = [con.execute(get, [key]).fetchone() for key in ("fingerprint", "rubric_id")]
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
+    return found == [(fingerprint(),), (rubric_id,)]
+
+
+def _sync(con: duckdb.DuckDBPyConnection, lake: Path, wanted: pl.DataFrame) -> tuple[int, int]:
+    """Load the files of ``wanted`` the file does not hold as they are; drop the rest."""
+    held = con.sql(sql_text("warehouse/files_get.sql")).pl()
+    keys = list(FILE_COLUMNS)
+    gone = held.join(wanted, on=keys, how="anti")
+    new = wanted.join(held, on=keys, how="anti")
+    for table in sorted(set(gone["tbl"]) | set(new["tbl"])):
+        dropped = gone.filter(pl.col("tbl") == table)["part"].to_list()
+        loaded = new.filter(pl.col("tbl") == table)
+        columns = list(staged_tables()[table])
+        try:
+            if dropped:
+                con.execute(_stage_sql("stage_delete", table), [dropped])
+            if loaded.height:
+                files = [str(lake / relative) for relative in loaded["path"]]
+                con.execute(_stage_sql("stage_insert", table), [columns, files])
+        except duckdb.Error as exc:
+            raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
+    con.register("wanted_files", wanted)
+    try:
+        con.execute(sql_text("warehouse/files_replace.sql"))
+    finally:
+        con.unregister("wanted_files")
+    return new.height, gone.height
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_leftovers(lake: Path) -> None:
+    """Temporary files of a build that died (the file and DuckDB's write-ahead log)."""
+    for stray in lake.glob(f".{WAREHOUSE_NAME}.*"):
+        stray.unlink(missing_ok=True)
+
+
+def build_warehouse(lake: Path, rubric_id: str) -> Build:
+    """Bring the warehouse up to the lake under ``rubric_id``; see the module docstring.
+
+    Called under the lake's lock, after the lake's transaction has committed.
+    """
+    started = time.perf_counter()
+    check_lake_path(lake)
+    remove_leftovers(lake)
     final = warehouse_path(lake)
     tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-    literal = lake_literal(lake)
+    incremental = _built_with(final, rubric_id)
+    wanted = lake_files(lake, rubric_id)
     try:
-        con = duckdb.connect(str(tmp))
+        if incremental:
+            shutil.copyfile(final, tmp)
+        con = _connect(tmp)
         try:
-            con.execute(sql_text("queries/meta_create.sql"))
-            con.execute(sql_text("queries/meta_insert.sql"), ["rubric_id", rubric_id])
-            con.execute(sql_text("queries/meta_insert.sql"), ["lake", str(lake.resolve())])
-            for path in view_files():
-                text = path.read_text(encoding="utf-8").replace(LAKE_TOKEN, literal)
-                try:
-                    con.execute(text)
-                except duckdb.Error as exc:
-                    raise WarehouseError(f"view {path.name} failed: {exc}") from exc
+            if not incremental:
+                _create(con, rubric_id)
+            loaded, dropped = _sync(con, lake, wanted)
             con.execute("checkpoint")
         finally:
             con.close()
+        _fsync(tmp)
         os.replace(tmp, final)
+        _fsync(lake)
     finally:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
-    return final
+    return Build(
+        path=final,
+        incremental=incremental,
+        files_loaded=loaded,
+        files_dropped=dropped,
+        seconds=time.perf_counter() - started,
+        size_bytes=final.stat().st_size,
+    )
 
 
 def built_rubric_id(lake: Path) -> str | None:
@@ -116,6 +289,31 @@ def built_rubric_id(lake: Path) -> str | None:
     finally:
         con.close()
     return None if row is None else str(row[0])
+
+
+def _shell_path(path: Path) -> str:
+    """``path`` as a person types it here: relative below the working directory, quoted."""
+    absolute = path.absolute()
+    try:
+        shown = absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        shown = str(absolute)
+    return shlex.quote(shown)
+
+
+def open_commands(lake: Path, first_query: str) -> dict[str, str]:
+    """The commands that open the warehouse, by what they are, as they can be pasted."""
+    python = Path(sys.executable)
+    cli = python.with_name("duckdb")
+    duckdb_cli = _shell_path(cli) if cli.is_file() else "duckdb"
+    file = _shell_path(warehouse_path(lake))
+    return {
+        "query": f"{_shell_path(python)} -m pipeline query {shlex.quote(first_query)} "
+        f"--lake {_shell_path(lake)}",
+        "shell": f"{duckdb_cli} -readonly {file}",
+        "shell_install": f"{_shell_path(python)} -m pip install duckdb-cli",
+        "readers": f"DuckDB {OLDEST_READER} or later",
+    }
 
 
 def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:

@@ -1,17 +1,36 @@
-"""The warehouse: views over the lake, correct roll-ups, and views that follow the lake."""
+"""The warehouse: correct roll-ups, a self-contained file that opens anywhere (older DuckDB
+included), all or nothing for readers, and incremental builds equal to builds from nothing."""
 
 from __future__ import annotations
 
 import json
 import math
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
 
 from pipeline import jobs
+from pipeline import lake as lk
+from pipeline.cli import app
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse import WarehouseError, build_warehouse, lake_literal
+from pipeline.warehouse import (
+    PART_COLUMN,
+    STAGE_PREFIX,
+    STORAGE_VERSION,
+    WarehouseError,
+    build_warehouse,
+    check_lake_path,
+    staged_tables,
+    warehouse_path,
+)
 
 DEFAULT = parse_rubric({})
 WEIGHTS = {"defect_matching": 0.6, "pov_quality": 0.2, "summary_quality": 0.1, "target_calls": 0.1}
@@ -114,20 +133,293 @@ def test_by_agent_and_failure_reasons_by_hand(tmp_path: Path) -> None:
     assert errored == ("grader_error", None)
 
 
-def test_views_follow_the_lake_as_it_gains_files(tmp_path: Path) -> None:
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+# The storage versions DuckDB 1.5 (the `duckdb-cli` pip installs) reads, from its own refusal:
+# "we can only read versions between 64 and 68". DuckDB 2.0's default is newer.
+READABLE_BY_DUCKDB_1_5 = range(64, 69)
+
+
+def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute("select view_name from duckdb_views() where not internal").fetchall()
+    return sorted(str(row[0]) for row in rows)
+
+
+def ordered(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows in one order whatever order the engine gave (by every column that sorts)."""
+    keys = [name for name, dtype in frame.schema.items() if not dtype.is_nested()]
+    return frame.sort(keys, nulls_last=True) if keys and frame.height else frame
+
+
+def every_view(path: Path) -> dict[str, pl.DataFrame]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {view: ordered(con.table(view).pl()) for view in view_names(con)}
+    finally:
+        con.close()
+
+
+def every_stage_table(path: Path) -> dict[str, pl.DataFrame]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: ordered(con.table(STAGE_PREFIX + t).pl()) for t in staged_tables()}
+    finally:
+        con.close()
+
+
+def assert_same_rows(left: dict[str, pl.DataFrame], right: dict[str, pl.DataFrame]) -> None:
+    assert sorted(left) == sorted(right)
+    for name, frame in left.items():
+        # Floats to a relative 1e-9: parallel sums may add in another order.
+        assert_frame_equal(frame, right[name], rel_tol=1e-9, abs_tol=1e-12)
+
+
+def duckdb_cli() -> Path | None:
+    """The `duckdb` command of this environment (the duckdb-cli package), if installed."""
+    beside = Path(sys.executable).with_name("duckdb")
+    found = beside if beside.is_file() else shutil.which("duckdb")
+    return None if found is None else Path(found)
+
+
+def storage_version_number(path: Path) -> int:
+    # DuckDB's main header: an 8-byte checksum, the magic "DUCK", then the version (u64 LE).
+    head = path.read_bytes()[:20]
+    assert head[8:12] == b"DUCK"
+    return int.from_bytes(head[12:20], "little")
+
+
+@pytest.fixture(scope="module")
+def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lake = tmp_path_factory.mktemp("sample") / "lake"
+    jobs.run([SAMPLE], lake, DEFAULT)
+    return lake
+
+
+def test_a_copied_lake_opens_anywhere_with_every_view(
+    sample_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = every_view(warehouse_path(sample_lake))
+    assert expected["task_runs"].height > 0 and expected["surface_runs"].height > 0
+    copy = Path(shutil.copytree(sample_lake.parent, tmp_path / "another machine's disk")) / "lake"
+    moved = copy.with_name("moved lake")
+    copy.rename(moved)  # the folder is moved too: nothing in the file names where it was
+    elsewhere = tmp_path / "somewhere else"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # DuckDB resolves relative paths against the working dir
+    found = every_view(moved / "warehouse.duckdb")
+    assert len(found) >= 14
+    assert_same_rows(found, expected)
+
+
+def test_an_older_duckdb_shell_opens_a_copy_from_another_folder(
+    sample_lake: Path, tmp_path: Path
+) -> None:
+    cli = duckdb_cli()
+    if cli is None:
+        pytest.skip("no duckdb command here (pip install duckdb-cli); the Python test covers it")
+    copy = Path(shutil.copytree(sample_lake, tmp_path / "copied lake"))
+    expected = every_view(copy / "warehouse.duckdb")
+    counts = " union all ".join(
+        f"select '{view}' as view, count(*) as n from {view}"  # noqa: S608 (our view names)
+        for view in sorted(expected)
+    )
+
+    def shell(sql: str) -> list[dict[str, object]]:
+        done = subprocess.run(
+            [str(cli), "-readonly", "-json", str(copy / "warehouse.duckdb"), "-c", sql],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        rows: list[dict[str, object]] = json.loads(done.stdout)
+        return rows
+
+    assert {row["view"]: row["n"] for row in shell(counts)} == {
+        view: frame.height for view, frame in expected.items()
+    }
+    by_agent = shell("select * from by_agent")
+    assert len(by_agent) == expected["by_agent"].height > 0
+    assert set(by_agent[0]) == set(expected["by_agent"].columns)
+
+
+def test_written_in_a_storage_version_duckdb_1_5_reads(sample_lake: Path) -> None:
+    path = warehouse_path(sample_lake)
+    assert storage_version_number(path) in READABLE_BY_DUCKDB_1_5
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        meta = dict(con.execute("select key, value from _meta").fetchall())
+    finally:
+        con.close()
+    assert meta["storage_version"] == STORAGE_VERSION
+    assert meta["rubric_id"] == DEFAULT.rubric_id
+
+
+def test_the_views_read_no_file(sample_lake: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(sample_lake, tmp_path / "lake"))
+    for folder in [*lk.LANDED_TABLES, "scores"]:
+        shutil.rmtree(copy / folder)
+    con = duckdb.connect(
+        str(copy / "warehouse.duckdb"), read_only=True, config={"enable_external_access": False}
+    )
+    try:
+        assert con.execute("select count(*) from task_runs").fetchone() == (588,)
+        for view in view_names(con):
+            con.execute(f"select * from {view}").fetchall()  # noqa: S608
+    finally:
+        con.close()
+
+
+def test_staging_tables_have_the_lake_files_column_types(sample_lake: Path, tmp_path: Path) -> None:
+    """Each stg_<table> has the column types read_parquet gives for that table's files."""
+    con = duckdb.connect(str(warehouse_path(sample_lake)), read_only=True)
+    try:
+        for table, schema in staged_tables().items():
+            empty = tmp_path / f"{table}.parquet"
+            pl.DataFrame(schema=schema).write_parquet(empty)
+            files = con.sql("select * from read_parquet(?)", params=[str(empty)])
+            held = con.execute(
+                "select column_name, data_type from duckdb_columns() where table_name = ?",
+                [STAGE_PREFIX + table],
+            ).fetchall()
+            assert list(zip(files.columns, map(str, files.types), strict=True)) == [
+                row for row in held if row[0] != PART_COLUMN
+            ], table
+    finally:
+        con.close()
+
+
+def count(lake: Path, sql: str) -> int:
+    con = duckdb.connect(str(warehouse_path(lake)), read_only=True)
+    try:
+        row = con.execute(sql).fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return int(row[0])
+
+
+def test_readers_never_see_a_run_without_its_score(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lake = tmp_path / "lake"
-    first = tmp_path / "a.jsonl"
-    first.write_text(grade("a", "1", "p1", 1.0, 1.0) + "\n")
-    jobs.run([first], lake, DEFAULT)
-    second = tmp_path / "b.jsonl"
-    second.write_text(grade("b", "2", "p1", 1.0, 0.0) + "\n")
-    jobs.ingest([second], lake)  # lands without rebuilding the warehouse
-    con = con_of(lake)
-    assert con.execute("select count(*) from task_runs").fetchone() == (2,)
-    con.close()
+    jobs.run([SAMPLE / "tasks" / "atlas.jsonl"], lake, DEFAULT)
+    atlas = count(lake, "select count(*) from task_runs")
+    assert atlas > 0
+    # Landed but not scored: not in the warehouse, even when it is rebuilt, quarantine included.
+    jobs.ingest([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "bad"], lake)
+    build_warehouse(lake, DEFAULT.rubric_id)
+    assert count(lake, "select count(*) from task_runs") == atlas
+    assert count(lake, "select count(*) from quarantine") == 0
+    # A run whose scoring fails leaves the warehouse as it was.
+    before = warehouse_path(lake).read_bytes()
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("scoring failed")
+
+    monkeypatch.setattr(jobs, "score_part", broken)
+    with pytest.raises(RuntimeError, match="scoring failed"):
+        jobs.run([SAMPLE / "tasks" / "cinder.jsonl.gz"], lake, DEFAULT)
+    assert warehouse_path(lake).read_bytes() == before
+    monkeypatch.undo()
+    # The next run scores what was pending and shows it all, each run with a status.
+    jobs.run([SAMPLE / "tasks"], lake, DEFAULT)
+    assert count(lake, "select count(*) from task_runs where status is null") == 0
+    assert count(lake, "select count(*) from task_runs") > atlas
+    assert count(lake, "select count(*) from quarantine") > 0
+    assert count(lake, "select count(*) from by_agent where mean_score is null") == 0
+
+
+def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "bad"], lake, DEFAULT)
+    jobs.run([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "surface"], lake, DEFAULT)
+    again = build_warehouse(lake, DEFAULT.rubric_id)
+    assert again.incremental and (again.files_loaded, again.files_dropped) == (0, 0)
+    # A part's file rewritten (as replay-quarantine does) and another part removed whole
+    # (as the repair of a broken part does).
+    quarantine = lk.parquet_files(lk.table_dir(lake, "quarantine"))[0]
+    lk.write_parquet_atomic(pl.read_parquet(quarantine).head(1), quarantine)
+    removed = next(p.stem for p in lk.parquet_files(lk.table_dir(lake, "surface_runs")))
+    for path in lake.rglob(f"{removed}.parquet"):
+        path.unlink()
+    build = build_warehouse(lake, DEFAULT.rubric_id)
+    assert build.incremental
+    assert build.files_loaded == 1  # the rewritten quarantine file
+    assert build.files_dropped >= 6  # the quarantine file as it was, the part's 5 files
+    incremental = every_stage_table(warehouse_path(lake)), every_view(warehouse_path(lake))
+    assert incremental[1]["quarantine"].height == 1
+    assert incremental[1]["surface_runs"].height == 0
+    warehouse_path(lake).unlink()
+    fresh = build_warehouse(lake, DEFAULT.rubric_id)
+    assert not fresh.incremental
+    assert_same_rows(incremental[0], every_stage_table(warehouse_path(lake)))
+    assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
+
+
+def test_another_rubric_builds_from_nothing_and_shows_only_its_scores(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([SAMPLE / "tasks" / "atlas.jsonl"], lake, DEFAULT)
+    runs = count(lake, "select count(*) from task_runs")
+    other = parse_rubric({"task": {"failure_threshold": 0.9}})
+    jobs.score(lake, other)
+    assert not build_warehouse(lake, DEFAULT.rubric_id).incremental  # back: from nothing
+    assert count(lake, "select count(distinct rubric_id) from task_runs") == 1
+    jobs.score(lake, other)
+    assert build_warehouse(lake, other.rubric_id).incremental
+    sql = "select count(*) from task_runs where rubric_id = '{}'"
+    assert count(lake, sql.format(other.rubric_id)) == runs
+    assert count(lake, "select count(*) from stg_task_scores") == runs
+
+
+def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:
+    build_warehouse(tmp_path, DEFAULT.rubric_id)
+    for leftover in (".warehouse.duckdb.1a2b3c4d.tmp", ".warehouse.duckdb.1a2b3c4d.tmp.wal"):
+        (tmp_path / leftover).write_bytes(b"half")
+    build_warehouse(tmp_path, DEFAULT.rubric_id)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
+
+
+def test_a_damaged_warehouse_file_is_built_again_from_nothing(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([SAMPLE / "tasks" / "atlas.jsonl"], lake, DEFAULT)
+    runs = count(lake, "select count(*) from task_runs")
+    warehouse_path(lake).write_bytes(b"not a database")
+    assert not build_warehouse(lake, DEFAULT.rubric_id).incremental
+    assert count(lake, "select count(*) from task_runs") == runs
+
+
+def test_the_run_summary_prints_commands_that_open_the_warehouse(tmp_path: Path) -> None:
+    lake = tmp_path / "the lake"
+    result = CliRunner().invoke(
+        app, ["run", str(SAMPLE / "tasks" / "atlas.jsonl"), "--lake", str(lake)]
+    )
+    assert result.exit_code == 0, result.output
+    lines = {line.split(":", 1)[0]: line for line in result.stdout.splitlines() if ":  " in line}
+    query = shlex.split(lines["query it"].split(":  ", 1)[1])
+    assert query[1:4] == ["-m", "pipeline", "query"]
+    done = subprocess.run(
+        [*query, "--json"], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)) == count(lake, "select count(*) from by_agent") > 0
+    shell = shlex.split(lines["or open it in DuckDB's shell"].split(":  ", 1)[1])
+    assert shell[1] == "-readonly"
+    assert Path(shell[2]).resolve() == warehouse_path(lake).resolve()
+    if duckdb_cli() is not None:
+        opened = subprocess.run(
+            [*shell, "-csv", "-c", "select count(*) as n from by_agent"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert opened.returncode == 0, opened.stderr
+        assert opened.stdout.split() == ["n", str(count(lake, "select count(*) from by_agent"))]
 
 
 def test_lake_path_with_glob_characters_is_refused(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="glob"):
-        lake_literal(tmp_path / "la*ke")
-    assert lake_literal(tmp_path / "it's").endswith("it''s")
+        check_lake_path(tmp_path / "la*ke")
+    assert check_lake_path(tmp_path / "it's").endswith("it's")

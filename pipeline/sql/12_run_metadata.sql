@@ -3,4 +3,4 @@
 -- when it is one, so "why did defect_matching fail" needs no JSON parsing.
 create or replace view run_metadata as
 select run_id, key, value, value_num
-from read_parquet('{{lake}}/run_metadata/*.parquet', union_by_name = true)
+from stg_run_metadata

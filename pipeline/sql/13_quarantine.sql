@@ -3,9 +3,9 @@
 -- on. A line replay-quarantine landed is in quarantine_resolved instead.
 create or replace view quarantine as
 select q.source, q.line, q.reason, q.raw, q.record_kind, q.batch_id
-from read_parquet('{{lake}}/quarantine/*.parquet', union_by_name = true) as q
+from stg_quarantine as q
 where not exists (
     select 1
-    from read_parquet('{{lake}}/quarantine_resolved/*.parquet', union_by_name = true) as r
+    from stg_quarantine_resolved as r
     where r.source = q.source and r.line = q.line and r.raw is not distinct from q.raw
 )

@@ -3,4 +3,4 @@
 -- (a run of the same content had landed). batch_id is the replay's.
 create or replace view quarantine_resolved as
 select source, line, raw, run_id, outcome, batch_id
-from read_parquet('{{lake}}/quarantine_resolved/*.parquet', union_by_name = true)
+from stg_quarantine_resolved

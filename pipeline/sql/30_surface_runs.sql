@@ -4,14 +4,9 @@
 -- worst_phase is the phase a phased server is scored on. reported_overall/reported_letter
 -- are mcp-xray's own; overall_delta = overall - reported_overall, agrees_with_report /
 -- letter_agrees are null unless the rubric is mcp-xray's own. tool_count is server.tool_count
--- as reported (a phased server's union), n_tools the n the formulas used. A report not yet
--- scored under the current rubric has null scores and rubric_id.
+-- as reported (a phased server's union), n_tools the n the formulas used. A report shows once
+-- it is scored under the current rubric (the warehouse holds no run without its score).
 create or replace view surface_runs as
-with scores as (
-    select *
-    from read_parquet('{{lake}}/scores/*/surface_scores/*.parquet', union_by_name = true)
-    where rubric_id = (select value from _meta where key = 'rubric_id')
-)
 select
     r.run_id,
     r.server,
@@ -49,5 +44,5 @@ select
     r.batch_id,
     r.content_hash,
     r.record
-from read_parquet('{{lake}}/surface_runs/*.parquet', union_by_name = true) as r
-left join scores as s using (run_id)
+from stg_surface_runs as r
+left join stg_surface_scores as s using (run_id)

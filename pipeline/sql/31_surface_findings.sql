@@ -4,11 +4,6 @@
 -- whether the report gave a list); measurement and detail are the report's JSON text, and
 -- the measurement keys the formulas read are typed columns beside them.
 create or replace view surface_findings as
-with scores as (
-    select *
-    from read_parquet('{{lake}}/scores/*/surface_finding_scores/*.parquet', union_by_name = true)
-    where rubric_id = (select value from _meta where key = 'rubric_id')
-)
 select
     f.run_id,
     f.finding_index,
@@ -40,5 +35,5 @@ select
     f.worst_phase,
     s.rubric_id,
     f.batch_id
-from read_parquet('{{lake}}/surface_findings/*.parquet', union_by_name = true) as f
-left join scores as s using (run_id, finding_index)
+from stg_surface_findings as f
+left join stg_surface_finding_scores as s using (run_id, finding_index)

@@ -4,11 +4,6 @@
 -- instructions ride along whatever phase is loaded). is_worst_phase marks the row the
 -- server's context_efficiency dimension is scored on.
 create or replace view by_phase as
-with phases as (
-    select *
-    from read_parquet('{{lake}}/scores/*/surface_phase_scores/*.parquet', union_by_name = true)
-    where rubric_id = (select value from _meta where key = 'rubric_id')
-)
 select
     p.run_id,
     r.server,
@@ -21,5 +16,5 @@ select
     p.is_worst_phase,
     p.finding_index,
     p.rubric_id
-from phases as p
+from stg_surface_phase_scores as p
 join surface_runs as r using (run_id)
