@@ -98,7 +98,9 @@ def check_lines(lake: Path) -> list[str]:
 
 def unresolved_quarantine(lake: Path) -> pl.DataFrame:
     """Quarantined lines (source, line) still waiting for a fix (whole-file rows excluded)."""
-    return _landed(lake, "quarantine", ["source", "line"]).filter(pl.col("line") > 0)
+    from pipeline.replay import unresolved
+
+    return unresolved(lake).select("source", "line").filter(pl.col("line") > 0)
 
 
 def check_rubric(lake: Path) -> list[str]:

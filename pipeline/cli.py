@@ -214,6 +214,8 @@ def ingest(
     paths = _inputs_or_exit(inputs, lake)
     report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
     jobs.print_ingest_report(console, report)
+    if report.scored is not None:
+        jobs.print_score_result(console, report.scored)
 
 
 SparkMasterOption = Annotated[

@@ -37,6 +37,7 @@ from pipeline.sql import sql_text
 from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
+from schemas.tasks import QuarantineResolved
 
 CURRENT_RUBRIC = "current_rubric"
 RUBRICS = "rubrics"
@@ -63,6 +64,8 @@ class IngestReport:
     seconds: float
     # Files that could not be read as they are, and repairs made before the work.
     notes: list[str] = field(default_factory=list)
+    # The scoring of what landed (the ingest command scores it under the lake's rubric).
+    scored: ScoreResult | None = None
     # What landed that the lake never held before, by kind (evolution.NEWS).
     schema_news: dict[str, list[str]] = field(default_factory=dict)
 
@@ -222,6 +225,32 @@ def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataF
     )
 
 
+def superseded_quarantine(
+    frames: dict[str, pl.DataFrame], held: pl.DataFrame, batch_id: str
+) -> pl.DataFrame:
+    """Quarantine rows whose place (source, line) a run of this batch now lands from.
+
+    A line once refused and now accepted (read again under a rubric that knows its
+    env type, or a file first read while still being written) is one line in one
+    place: its old quarantine row is resolved by the run it became, as a replay does.
+    """
+    landed = pl.concat([frames[table].select("run_id", "source", "line") for table in RUN_TABLES])
+    rows = (
+        held.filter(pl.col("line") > 0)
+        .join(landed, on=["source", "line"])
+        .select(
+            "source",
+            "line",
+            raw=pl.col("raw").fill_null(""),
+            run_id="run_id",
+            outcome=pl.lit("landed"),
+            batch_id=pl.lit(batch_id),
+        )
+        .unique(maintain_order=True)
+    )
+    return checked(QuarantineResolved, rows)
+
+
 def earlier_landed_lines(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
     """The landed runs (source, line, raw) at the places of ``batch``'s rejected lines.
 
@@ -287,13 +316,15 @@ def ingest_locked(
         for index, lines in enumerate(progress(chunks, "ingesting")):
             part = f"{batch_id}-p{index:05d}"
             batch = build_batch(lines, env_types, batch_id)
+            held = earlier_quarantine(lake, batch, tx)
             result = dedupe(
                 batch,
                 *earlier_runs(lake, batch, tx, landed),
-                earlier_quarantine(lake, batch, tx),
+                held,
                 earlier_landed_lines(lake, batch, tx),
             )
             frames = landed_frames(result.batch)
+            frames["quarantine_resolved"] = superseded_quarantine(frames, held, batch_id)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
             for name in written:
                 tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
@@ -406,11 +437,19 @@ def ingest(
     rubric: Rubric | None = None,
     limits: Limits | None = None,
 ) -> IngestReport:
-    """Land every readable record of ``inputs``; account for every line."""
+    """Land every readable record of ``inputs``; account for every line.
+
+    What lands is scored under the lake's rubric and shown by the warehouse at
+    once, so the lake never holds a run without a current score (`pipeline
+    check`); the rubric itself changes only through an explicit ``--rubric``.
+    """
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        report = ingest_locked(inputs, lake, rubric, limits=limits)
+        chosen = lake_rubric(lake, rubric)
+        report = ingest_locked(inputs, lake, chosen, limits=limits)
         report.notes = notes + report.notes
+        report.scored = score_locked(lake, chosen, full=False)
+        build_warehouse(lake, chosen.rubric_id)
         return report
 
 

@@ -125,11 +125,12 @@ class LakeSequences(RuleBasedStateMachine):
                 self.quarantined.add(key)
             elif kind.startswith("fuzz:"):
                 run_id = kind.removeprefix("fuzz:")
-                if run_id in self.landed or key in self.quarantined:
-                    # Landed before (an exact duplicate), or this very line is already held:
-                    # read again it is "seen"; only replay-quarantine releases it.
+                if run_id in self.landed:
+                    # An exact duplicate of a landed run: skipped (a row held at this
+                    # place stays held until replay-quarantine releases it).
                     continue
                 if self.knows_fuzz(rubric):
+                    # Accepted now: it lands, and resolves its own earlier quarantine row.
                     self.landed.add(run_id)
                     self.quarantined.discard(key)
                 else:
