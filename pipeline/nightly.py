@@ -22,6 +22,7 @@ from pipeline import lake as lk
 from pipeline.progress import timed
 from pipeline.reader import expand_inputs
 from pipeline.rubric import Rubric
+from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
@@ -169,7 +170,7 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     ]
     for what, value in rows:
         table.add_row(what, str(value))
-    console.print(table)
+    print_table(console, table)
     for note in summary.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"summary: {summary.summary_file}", highlight=False)
