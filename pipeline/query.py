@@ -129,11 +129,14 @@ def flat(frame: pl.DataFrame) -> pl.DataFrame:
     """Nested columns as JSON text, for CSV and the terminal."""
     nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
     return frame.with_columns(
-        pl.struct(name)
-        .struct.json_encode()
-        # json_encode wraps the value as {"<name>":<value>}: keep the value.
-        .str.slice(len(json.dumps(name)) + 2, None)
-        .str.strip_suffix("}")
+        pl.when(pl.col(name).is_not_null())
+        .then(
+            pl.struct(name)
+            .struct.json_encode()
+            # json_encode wraps the value as {"<name>":<value>}: keep the value.
+            .str.slice(len(json.dumps(name)) + 2, None)
+            .str.strip_suffix("}")
+        )
         .alias(name)
         for name in nested
     )

@@ -4,10 +4,10 @@ Rich shrinks a table that is too wide by cutting cells (``0.3…``). Here every
 column gets a fixed width no narrower than its longest number (a number is never
 folded or cut) and its longest word up to ``TEXT_WORD_CAP`` (longer words fold:
 every character is still shown; a cell wraps between words, so a column's
-no_wrap is not kept); spare width goes to the columns that want it.
-When those widths do not fit, the borders go; when they still do not, the table is shown one block per row
-("column  value" lines), which stays readable at 80 columns however many columns
-a row has.
+no_wrap is not kept); spare width goes to the columns that want it. When those
+widths do not fit, the borders go; when they still do not, the table is shown
+one block per row ("column  value" lines), which stays readable at 80 columns
+however many columns a row has.
 """
 
 from __future__ import annotations
