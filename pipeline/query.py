@@ -168,7 +168,7 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
     return shown.select(
         (
             _rounded(pl.col(name).cast(pl.Float64))
-            if dtype.is_float() or dtype.is_decimal()
+            if dtype.is_float() or (isinstance(dtype, pl.Decimal) and dtype.scale > 0)
             else pl.col(name).bin.encode("hex")
             if dtype == pl.Binary
             else pl.col(name).cast(pl.String)
