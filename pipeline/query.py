@@ -153,12 +153,15 @@ def as_csv(frame: pl.DataFrame) -> str:
 
 
 def _rounded(column: pl.Expr) -> pl.Expr:
-    """A float as text rounded for reading: 4 significant digits, whole units from 10^4 up."""
+    """A float as text rounded for reading: 4 significant digits, whole units from 10^4 up,
+    and a whole number without its ".0"."""
     large = column.abs() >= ROUND_WHOLE_FROM
     return (
         pl.when(large)
-        .then(column.round(0).cast(pl.String).str.strip_suffix(".0"))
-        .otherwise(column.round_sig_figs(SIGNIFICANT_DIGITS).cast(pl.String))
+        .then(column.round(0))
+        .otherwise(column.round_sig_figs(SIGNIFICANT_DIGITS))
+        .cast(pl.String)
+        .str.strip_suffix(".0")
     )
 
 

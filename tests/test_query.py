@@ -222,7 +222,7 @@ def test_readable_rounds_floats_and_keeps_everything_else() -> None:
         "1234568",
         "12.35",
         "-0.0001235",
-        "2.0",
+        "2",
         "NULL",
     ]
     assert shown.get_column("i").to_list() == ["1", "2", "3", "4", "5", "NULL"]
