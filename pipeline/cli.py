@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,6 +20,21 @@ from pipeline.warehouse import WarehouseError
 
 if TYPE_CHECKING:
     import polars as pl
+
+
+def _flags_show_no_type() -> None:
+    """typer 0.29 shows ``<bool>`` beside a flag (--json, --help) as if it took a value."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 
 app = typer.Typer(
     add_completion=False,
@@ -309,12 +324,8 @@ def query(
             "(every digit), markdown (rounded).",
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Same as --format json.", metavar="")
-    ] = False,
-    as_csv: Annotated[
-        bool, typer.Option("--csv", help="Same as --format csv.", metavar="")
-    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Same as --format csv.")] = False,
     max_rows: Annotated[
         int,
         typer.Option("--max-rows", min=1, help="Rows in a table or markdown (CSV, JSON: all)."),
@@ -326,6 +337,10 @@ def query(
     chosen = _query_format(output, as_json, as_csv)
     try:
         results = list(q.run_query(lake, sql))
+    except WarehouseError as exc:
+        # No warehouse there (or --lake names a file): the --lake given is not a lake.
+        errors.print(f"[bold red]usage:[/] {_one_line(exc)}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
     except q.QueryRefused as exc:
         errors.print(f"[bold red]refused:[/] {_one_line(exc)}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc

@@ -96,6 +96,8 @@ def check_read_only(sql: str) -> list[str]:
 def connect_confined(lake: Path) -> duckdb.DuckDBPyConnection:
     """The warehouse, read-only, able to read the lake's files and no others."""
     path = warehouse_path(lake)
+    if lake.exists() and not lake.is_dir():
+        raise WarehouseError(f"--lake {lake} is a file; give the lake's folder")
     if not path.exists():
         raise WarehouseError(
             f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"

@@ -317,3 +317,24 @@ def test_two_output_formats_are_a_usage_error(lake: Path, flags: list[str]) -> N
     code, out, err = invoke(lake, "select 1", *flags)
     assert code == 2 and out == ""
     assert err.startswith("usage: choose one output format") and len(err.splitlines()) == 1
+
+
+def test_a_lake_that_is_a_file_or_has_no_warehouse_is_a_usage_error(tmp_path: Path) -> None:
+    file = tmp_path / "lake.txt"
+    file.write_text("not a lake")
+    for lake, said in ((file, "is a file"), (tmp_path, "no warehouse at")):
+        code, out, err = invoke(lake, "select 1")
+        assert code == 2 and out == ""
+        assert err.startswith("usage: ") and said in err and len(err.splitlines()) == 1
+
+
+def test_help_shows_no_type_beside_flags() -> None:
+    commands = [c.name or c.callback.__name__ for c in app.registered_commands if c.callback]
+    assert "query" in commands
+    for command in commands:
+        result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "100"})
+        assert result.exit_code == 0
+        assert "<bool>" not in result.stdout, command
+        assert "--help" in result.stdout
+    query_help = runner.invoke(app, ["query", "--help"], env={"COLUMNS": "100"}).stdout
+    assert "<table|csv|json|markdown>" in query_help
