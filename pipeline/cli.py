@@ -301,6 +301,10 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
         sys.stdout.write(q.as_csv(frame))
     elif output is OutputFormat.markdown:
         sys.stdout.write(q.as_markdown(frame.head(max_rows)))
+    elif frame.columns == list(q.EXPLAIN_COLUMNS):
+        # A query plan is a drawing: as text, never squeezed into a table cell.
+        for key, plan in frame.rows():
+            sys.stdout.write(f"{key}:\n{plan}\n")
     else:
         shown = q.readable(frame.head(max_rows))
         more = f", the first {max_rows} shown" if frame.height > max_rows else ""

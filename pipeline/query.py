@@ -31,6 +31,8 @@ READING = {duckdb.StatementType.SELECT}
 EXPLAINING = {duckdb.StatementType.EXPLAIN}
 EXPLAIN_KEYWORDS = {"explain", "analyze", "analyse"}
 DEFAULT_MAX_ROWS = 1000
+# The columns DuckDB answers EXPLAIN with.
+EXPLAIN_COLUMNS = ("explain_key", "explain_value")
 # How `query` shows a float to a person (CSV and JSON keep every digit).
 SIGNIFICANT_DIGITS = 4
 ROUND_WHOLE_FROM = 10_000

@@ -338,3 +338,14 @@ def test_help_shows_no_type_beside_flags() -> None:
         assert "--help" in result.stdout
     query_help = runner.invoke(app, ["query", "--help"], env={"COLUMNS": "100"}).stdout
     assert "<table|csv|json|markdown>" in query_help
+
+
+def test_a_query_plan_prints_as_text(lake: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["query", "explain select count(*) from task_runs", "--lake", str(lake)],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 0
+    assert result.stdout.startswith("physical_plan:\n")
+    assert "┃" not in result.stdout.splitlines()[0]
