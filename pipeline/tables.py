@@ -25,6 +25,8 @@ from rich.text import Text
 
 # A text word longer than this may fold over lines instead of widening its column.
 TEXT_WORD_CAP = 24
+# Spaces between a column's name and its value when rows are shown as records.
+RECORD_GAP = 2
 # One "word" that is a number, possibly signed, bracketed or followed by a separator:
 # 0.312, -1.2e-07, +0.05, 12.5%, [0.1, 0.2], (3), 1,234.
 _NUMBER = re.compile(r"^[\[(]?[-+−]?\$?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?%?[\])]?[,;:]?$")
@@ -73,22 +75,40 @@ def _share(needs: Sequence[int], wants: Sequence[int], spare: int) -> list[int]:
     return widths
 
 
-def _as_records(console: Console, table: Table) -> RenderableType:
-    """One block per row: a column's name, then its value (folded when long)."""
-    names = [_plain(console, c.header) or "" for c in table.columns]
+def _as_text(console: Console, cell: RenderableType) -> Text:
+    if isinstance(cell, Text):
+        return cell
+    return console.render_str(cell) if isinstance(cell, str) else Text(str(cell))
+
+
+def _record(console: Console, names: Sequence[str], cells: Sequence[RenderableType]) -> Text:
+    """One row as "name  value" lines; a long value folds under itself (a number never does,
+    being shorter than the value's width)."""
     name_width = min(max((cell_len(n) for n in names), default=1), console.width // 2)
-    cells = [list(c.cells) for c in table.columns]
-    parts: list[RenderableType] = []
-    if table.title:
-        parts.append(table.title)
+    value_width = max(console.width - name_width - RECORD_GAP, 1)
+    indent = " " * (name_width + RECORD_GAP)
+    lines: list[Text] = []
+    for name, cell in zip(names, cells, strict=True):
+        wrapped = list(_as_text(console, cell).wrap(console, value_width, overflow="fold"))
+        if cell_len(name) > name_width:
+            # A name longer than half the width gets a line of its own.
+            lines.append(Text(name, style="bold"))
+            lines.extend(Text(indent) + line for line in wrapped)
+            continue
+        for index, line in enumerate(wrapped or [Text()]):
+            head = name.ljust(name_width + RECORD_GAP) if index == 0 else indent
+            lines.append(Text(head, style="bold" if index == 0 else "") + line)
+    return Text("\n").join(lines)
+
+
+def _as_records(console: Console, table: Table) -> RenderableType:
+    """One block per row: each column's name, then its value."""
+    names = [_plain(console, c.header) or "" for c in table.columns]
+    columns = [list(c.cells) for c in table.columns]
+    parts: list[RenderableType] = [table.title] if table.title else []
     for row in range(table.row_count):
         parts.append(Rule(f"{row + 1} of {table.row_count}", align="left", characters="─"))
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(width=name_width, overflow="fold", style="bold")
-        grid.add_column(overflow="fold")
-        for name, column in zip(names, cells, strict=True):
-            grid.add_row(name, column[row] if row < len(column) else "")
-        parts.append(grid)
+        parts.append(_record(console, names, [c[row] if row < len(c) else "" for c in columns]))
     if table.caption:
         parts.append(table.caption)
     return Group(*parts)

@@ -156,3 +156,13 @@ def test_rescore_diff_at_80_columns(lake: Path, tmp_path: Path) -> None:
     assert numbers
     for value in numbers:
         assert f"{value:.4f}" in words
+
+
+def test_records_keep_long_names_and_values_whole() -> None:
+    long_name = "a_column_name_longer_than_half_the_width"
+    table = Table(long_name, *(f"c{i}" for i in range(30)))
+    table.add_row("0.125", *(f"{i}.5" for i in range(30)))
+    text = _render(table, 60)
+    assert long_name in text.splitlines()
+    assert {"0.125", *(f"{i}.5" for i in range(30))} <= _words(text)
+    assert max(len(line) for line in text.splitlines()) <= 60
