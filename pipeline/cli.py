@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError
 from pipeline.rubric import Rubric, RubricError, load_rubric
@@ -26,12 +27,32 @@ def _flags_show_no_type() -> None:
     """typer 0.29 shows ``<bool>`` beside a flag (--json, --help) as if it took a value."""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None:  # a typer without the quirk
+        return
 
     def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
         return None if self.is_flag else shown(self, ctx)
 
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+def _usage_errors_on_one_line() -> None:
+    """typer draws a usage error as a five-line panel; a script's log wants one line."""
+    from typer import rich_utils
+
+    def one_line(exc: Any) -> None:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed already
+            return
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+        errors.print(
+            f"[bold red]usage:[/] {escape(' '.join(exc.format_message().split()))}{escape(hint)}",
+            highlight=False,
+        )
+
+    # typer types the hook with its vendored click's ClickException, a private module.
+    rich_utils.rich_format_error = one_line  # type: ignore[assignment]
 
 
 _flags_show_no_type()
@@ -44,6 +65,7 @@ app = typer.Typer(
 )
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
+_usage_errors_on_one_line()
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -283,8 +305,6 @@ def _query_format(chosen: OutputFormat | None, as_json: bool, as_csv: bool) -> O
 
 def _one_line(exc: Exception) -> str:
     """An error as one line of escaped text (DuckDB's messages span several)."""
-    from rich.markup import escape
-
     return escape(" ".join(str(exc).split()))
 
 

@@ -349,3 +349,20 @@ def test_a_query_plan_prints_as_text(lake: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout.startswith("physical_plan:\n")
     assert "┃" not in result.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["compare", "--agent", "x"], "Missing option '--baseline'"),
+        (["query", "select 1", "--format", "bogus"], "'bogus' is not one of"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["run", "--max-depth", "0"], "--max-depth"),
+    ],
+)
+def test_typer_usage_errors_are_one_line(args: list[str], said: str) -> None:
+    result = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("usage: ") and said in result.stderr
