@@ -38,21 +38,31 @@ def _flags_show_no_type() -> None:
 
 
 def _usage_errors_on_one_line() -> None:
-    """typer draws a usage error as a five-line panel; a script's log wants one line."""
-    from typer import rich_utils
+    """typer draws a usage error as a five-line panel; a script's log wants one line.
 
-    def one_line(exc: Any) -> None:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed already
+    Its error path, taken without rich (and without importing typer.rich_utils, which
+    costs start-up time on every command), calls the exception's ``show``: that is
+    replaced by one line. Help keeps its rich layout (only errors are affected).
+    """
+    from typer import core
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    run = getattr(core, "_main", None)
+    if run is None:  # a typer laid out differently: keep its own messages
+        return
+
+    def plain_errors(*args: Any, **kwargs: Any) -> Any:
+        return run(*args, **{**kwargs, "rich_markup_mode": None})
+
+    def one_line(exc: UsageError, file: Any = None) -> None:
+        if isinstance(exc, NoArgsIsHelpError):  # rich printed the help already
             return
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
-        errors.print(
-            f"[bold red]usage:[/] {escape(' '.join(exc.format_message().split()))}{escape(hint)}",
-            highlight=False,
-        )
+        hint = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+        message = " ".join(exc.format_message().split())
+        errors.print(f"[bold red]usage:[/] {escape(message + hint)}", highlight=False)
 
-    # typer types the hook with its vendored click's ClickException, a private module.
-    rich_utils.rich_format_error = one_line  # type: ignore[assignment]
+    core._main = plain_errors
+    UsageError.show = NoArgsIsHelpError.show = one_line  # type: ignore[assignment,method-assign]
 
 
 _flags_show_no_type()

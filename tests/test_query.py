@@ -366,3 +366,9 @@ def test_typer_usage_errors_are_one_line(args: list[str], said: str) -> None:
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("usage: ") and said in result.stderr
+
+
+def test_no_arguments_prints_the_help_and_nothing_on_stderr() -> None:
+    result = runner.invoke(app, [], env={"COLUMNS": "80"})
+    assert "Usage:" in result.stdout and "query" in result.stdout
+    assert result.stderr == ""
