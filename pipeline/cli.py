@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from typer.core import TyperGroup
 
 from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError, is_lake, not_a_lake
 from pipeline.rubric import Rubric, RubricError, load_rubric
+
+if TYPE_CHECKING:
+    import polars as pl
 
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
@@ -58,7 +61,8 @@ class Commands(TyperGroup):
 def _failure_code(exc: Exception) -> int:
     """Say what failed on one line; the exit code for it."""
     if isinstance(exc, NoArgsIsHelpError):
-        exc.show()
+        # The help asked for by giving nothing goes where --help goes: standard output.
+        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx is not None else exc.format_message())
         return EXIT_USAGE
     if isinstance(exc, UsageError):
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
@@ -97,7 +101,7 @@ class Engine(StrEnum):
 
 LakeOption = Annotated[
     Path,
-    typer.Option("--lake", file_okay=False, help="Folder where everything lands, as Parquet."),
+    typer.Option("--lake", help="Folder where everything lands, as Parquet."),
 ]
 MaxBytesOption = Annotated[
     int | None,
@@ -366,12 +370,72 @@ def history(
     raise typer.Exit(cmp.run_history(lake=lake, agent=agent, as_json=as_json, console=console))
 
 
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    markdown = "markdown"
+
+
+def _query_format(chosen: OutputFormat | None, as_json: bool, as_csv: bool) -> OutputFormat:
+    """--json and --csv are short for --format json / csv; two different choices are refused."""
+    asked = {f for f, on in ((OutputFormat.json, as_json), (OutputFormat.csv, as_csv)) if on}
+    if chosen is not None:
+        asked.add(chosen)
+    if len(asked) > 1:
+        names = " and ".join(sorted(f.value for f in asked))
+        errors.print(f"[bold red]usage:[/] choose one output format, not {names}", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
+    return asked.pop() if asked else OutputFormat.table
+
+
+def _one_line(exc: Exception) -> str:
+    """An error as one line of escaped text (DuckDB's messages span several)."""
+    return escape(" ".join(str(exc).split()))
+
+
+def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from pipeline import query as q
+    from pipeline.tables import print_table
+
+    if output is OutputFormat.json:
+        sys.stdout.write(q.as_json(frame) + "\n")
+    elif output is OutputFormat.csv:
+        sys.stdout.write(q.as_csv(frame))
+    elif output is OutputFormat.markdown:
+        sys.stdout.write(q.as_markdown(frame.head(max_rows)))
+    elif frame.columns == list(q.EXPLAIN_COLUMNS):
+        # A query plan is a drawing: as text, never squeezed into a table cell.
+        for key, plan in frame.rows():
+            sys.stdout.write(f"{key}:\n{plan}\n")
+    else:
+        shown = q.readable(frame.head(max_rows))
+        more = f", the first {max_rows} shown" if frame.height > max_rows else ""
+        table = Table(caption=f"{frame.height} row(s){more}")
+        for name, dtype in frame.schema.items():
+            table.add_column(name, justify="right" if dtype.is_numeric() else "left")
+        for row in shown.rows():
+            table.add_row(*(Text(value) for value in row))
+        print_table(console, table, highlight=False)
+
+
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="SQL: SELECT, FROM, WITH, DESCRIBE, SHOW, EXPLAIN.")],
     lake: LakeOption = DEFAULT_LAKE,
-    as_json: Annotated[bool, typer.Option("--json", help="Rows as a JSON array.")] = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="Rows as CSV with a header.")] = False,
+    output: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "--format",
+            help="table (numbers rounded for reading, default), csv or json "
+            "(every digit), markdown (rounded).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Same as --format csv.")] = False,
     max_rows: Annotated[
         int | None,
         typer.Option(
@@ -380,38 +444,27 @@ def query(
     ] = None,
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2)."""
-    from rich.table import Table
-
     from pipeline import query as q
+    from pipeline.warehouse import WarehouseError
 
-    if as_json and as_csv:
-        errors.print("[bold red]refused:[/] choose one of --json and --csv", highlight=False)
-        raise typer.Exit(EXIT_USAGE)
-    if max_rows is not None and (as_json or as_csv):
-        raise _usage_error("--max-rows limits the table; --json and --csv print every row")
+    chosen = _query_format(output, as_json, as_csv)
+    if max_rows is not None and chosen in (OutputFormat.csv, OutputFormat.json):
+        raise _usage_error("--max-rows limits the table; csv and json print every row")
     _lake_or_exit(lake)
     try:
         results = list(q.run_query(lake, sql))
+    except WarehouseError as exc:
+        # No warehouse there (or --lake names a file): the --lake given is not a lake.
+        errors.print(f"[bold red]usage:[/] {_one_line(exc)}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
     except q.QueryRefused as exc:
-        errors.print(f"[bold red]refused:[/] {exc}", highlight=False)
+        errors.print(f"[bold red]refused:[/] {_one_line(exc)}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
     except q.QueryError as exc:
-        errors.print(f"[bold red]query failed:[/] {exc}", highlight=False)
+        errors.print(f"[bold red]query failed:[/] {_one_line(exc)}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc
     for result in results:
-        if as_json:
-            sys.stdout.write(q.as_json(result.frame) + "\n")
-            continue
-        if as_csv:
-            sys.stdout.write(q.as_csv(result.frame))
-            continue
-        shown = q.flat(result.frame.head(max_rows or DEFAULT_MAX_ROWS))
-        table = Table(caption=f"{result.frame.height} row(s)")
-        for column in shown.columns:
-            table.add_column(column, overflow="fold")
-        for row in shown.rows():
-            table.add_row(*("∅" if v is None else str(v) for v in row))
-        console.print(table, highlight=False, markup=False)
+        print_query_result(result.frame, chosen, max_rows or DEFAULT_MAX_ROWS)
 
 
 @app.command()

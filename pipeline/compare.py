@@ -38,6 +38,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline import stats
+from pipeline.tables import print_table
 
 KEY: Final = ("problem_id", "env_type")
 SQL_QUERIES: Final = Path(__file__).resolve().parent / "sql" / "queries"
@@ -1101,7 +1102,7 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
         _n(report["p_value"], 4),
         _verdict_text(report["verdict"]),
     )
-    console.print(head)
+    print_table(console, head)
     console.print(escape(report["message"]), highlight=False)
     errors_ = report["grader_errors"]
     boot = report["bootstrap"]
@@ -1127,7 +1128,7 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
             _n(row["p_value"], 4),
             _verdict_text(row["verdict"]),
         )
-    console.print(env)
+    print_table(console, env)
 
     pr = report["pass_rate"]
     console.print(
@@ -1147,7 +1148,7 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
     comp.add_row("= weighted", "", "", _fmt(dec["delta_weighted"], 3))
     comp.add_row("− penalties", "", "", _fmt(dec["delta_penalty"], 3))
     comp.add_row("clamping", "", "", _fmt(dec["clamp_effect"], 3))
-    console.print(comp)
+    print_table(console, comp)
 
     reg = Table(title="problems that regressed most")
     for col in ("problem", "env", "baseline", "candidate", "delta", "failing", "reason"):
@@ -1162,7 +1163,7 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
             escape(str(row["failing_component"] or row["failing_kind"])),
             escape(str(row["failing_reason"] or "")),
         )
-    console.print(reg)
+    print_table(console, reg)
 
     cost = Table(title="cost per run (scored runs of paired problems)")
     for col in ("version", "runs", "mean score", "cost_usd", "tokens", "wall_seconds"):
@@ -1177,7 +1178,7 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
             _n(c["tokens"], 0),
             _n(c["wall_seconds"], 1),
         )
-    console.print(cost)
+    print_table(console, cost)
 
 
 def print_history(console: Console, agent: str, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -1215,4 +1216,4 @@ def print_history(console: Console, agent: str, rows: Sequence[Mapping[str, Any]
             step_text,
             "" if step is None else _verdict_text(step["verdict"]),
         )
-    console.print(table)
+    print_table(console, table)

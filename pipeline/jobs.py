@@ -34,6 +34,7 @@ from pipeline.progress import progress, timed
 from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
+from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
@@ -659,7 +660,7 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         str(report.already_quarantined),
         f"{report.seconds:.2f}",
     )
-    console.print(table)
+    print_table(console, table)
     for line in news_lines(report.schema_news):
         console.print(line, highlight=False, markup=False)
     for note in report.notes:
@@ -721,7 +722,7 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
             "-" if mean is None else f"{mean:.3f}",
             "-" if rate is None else f"{rate:.1%}",
         )
-    console.print(table)
+    print_table(console, table)
     if servers:
         grades = Table(title="surface grades: each server's latest version")
         for column in ("server", "version", "versions", "overall", "letter", "since previous"):
@@ -737,7 +738,7 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
                 letter or "-",
                 "-" if delta is None else f"{delta:+.1f}",
             )
-        console.print(grades)
+        print_table(console, grades)
     print_open_commands(console, lake)
 
 

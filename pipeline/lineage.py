@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline import lake as lk
+from pipeline.tables import print_table
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 
@@ -116,13 +117,13 @@ def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
         table.add_column(column, justify="left" if column == "env_type" else "right")
     for row in diff.by_env_type.rows():
         table.add_row(*(_cell(value) for value in row))
-    console.print(table)
+    print_table(console, table)
     moves = Table(title="agent versions by mean score")
     for column in diff.ranking.columns:
         moves.add_column(column, justify="left" if column.startswith("agent") else "right")
     for row in diff.ranking.rows():
         moves.add_row(*(_cell(value) for value in row))
-    console.print(moves)
+    print_table(console, moves)
 
 
 def _cell(value: object) -> str:

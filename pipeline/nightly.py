@@ -23,6 +23,7 @@ from pipeline.check import check_lake_locked
 from pipeline.progress import timed
 from pipeline.reader import expand_inputs
 from pipeline.rubric import Rubric
+from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
@@ -182,7 +183,7 @@ def print_summary(console: Console, summary: NightlySummary) -> None:
     ]
     for what, value in rows:
         table.add_row(what, str(value))
-    console.print(table)
+    print_table(console, table)
     for line in jobs.news_lines(summary.schema_news):
         console.print(line, highlight=False, markup=False)
     change = jobs.rubric_change_line(

@@ -31,6 +31,12 @@ READING = {duckdb.StatementType.SELECT}
 EXPLAINING = {duckdb.StatementType.EXPLAIN}
 EXPLAIN_KEYWORDS = {"explain", "analyze", "analyse"}
 DEFAULT_MAX_ROWS = 1000
+# The columns DuckDB answers EXPLAIN with.
+EXPLAIN_COLUMNS = ("explain_key", "explain_value")
+# How `query` shows a float to a person (CSV and JSON keep every digit).
+SIGNIFICANT_DIGITS = 4
+ROUND_WHOLE_FROM = 10_000
+NULL_TEXT = "NULL"
 
 
 # What a query that runs can still fail with (a missing column, a refused file).
@@ -81,7 +87,7 @@ def check_read_only(sql: str) -> list[str]:
             inner = explained[0]
         if inner.type not in READING:
             raise QueryRefused(
-                f"a {_statement_type_name(inner.type)} statement is not read-only "
+                f"{_statement_type_name(inner.type)} is not a read-only statement "
                 f"({inner.query.strip()[:80]}); the warehouse is for reading, "
                 "only SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
             )
@@ -101,6 +107,8 @@ CONFINED = {
 def connect_confined(lake: Path) -> duckdb.DuckDBPyConnection:
     """The warehouse, read-only, with no access to any file."""
     path = warehouse_path(lake)
+    if lake.exists() and not lake.is_dir():
+        raise WarehouseError(f"--lake {lake} is a file; give the lake's folder")
     if not path.exists():
         raise WarehouseError(
             f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"
@@ -125,19 +133,71 @@ def flat(frame: pl.DataFrame) -> pl.DataFrame:
     """Nested columns as JSON text, for CSV and the terminal."""
     nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
     return frame.with_columns(
-        pl.struct(name)
-        .struct.json_encode()
-        # json_encode wraps the value as {"<name>":<value>}: keep the value.
-        .str.slice(len(json.dumps(name)) + 2, None)
-        .str.strip_suffix("}")
+        pl.when(pl.col(name).is_not_null())
+        .then(
+            pl.struct(name)
+            .struct.json_encode()
+            # json_encode wraps the value as {"<name>":<value>}: keep the value.
+            .str.slice(len(json.dumps(name)) + 2, None)
+            .str.strip_suffix("}")
+        )
         .alias(name)
         for name in nested
     )
 
 
 def as_json(frame: pl.DataFrame) -> str:
+    """Every value at full precision."""
     return frame.write_json()
 
 
 def as_csv(frame: pl.DataFrame) -> str:
+    """Every value at full precision; nested values as JSON text."""
     return flat(frame).write_csv()
+
+
+def _rounded(column: pl.Expr) -> pl.Expr:
+    """A float as text rounded for reading: 4 significant digits, whole units from 10^4 up,
+    and a whole number without its ".0"."""
+    large = column.abs() >= ROUND_WHOLE_FROM
+    return (
+        pl.when(large)
+        .then(column.round(0))
+        .otherwise(column.round_sig_figs(SIGNIFICANT_DIGITS))
+        .cast(pl.String)
+        .str.strip_suffix(".0")
+    )
+
+
+def readable(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every column as text for a person: floats rounded, nested values as JSON, nulls as NULL."""
+    shown = flat(frame)
+    return shown.select(
+        (
+            _rounded(pl.col(name).cast(pl.Float64))
+            if dtype.is_float() or (isinstance(dtype, pl.Decimal) and dtype.scale > 0)
+            else pl.col(name).bin.encode("hex")
+            if dtype == pl.Binary
+            else pl.col(name).cast(pl.String)
+        ).fill_null(NULL_TEXT)
+        for name, dtype in shown.schema.items()
+    )
+
+
+def as_markdown(frame: pl.DataFrame) -> str:
+    """A Markdown (GitHub) table of the readable values; | and line breaks escaped."""
+    shown = readable(frame)
+    if not shown.columns:
+        return ""
+
+    def row(cells: list[pl.Expr]) -> pl.Expr:
+        return pl.concat_str([pl.lit("| "), pl.concat_str(cells, separator=" | "), pl.lit(" |")])
+
+    def escaped(cell: pl.Expr) -> pl.Expr:
+        return cell.str.replace_all("|", r"\|", literal=True).str.replace_all(r"\r?\n", " ")
+
+    header = " | ".join(name.replace("|", r"\|") for name in shown.columns)
+    lines = shown.select(row([escaped(pl.col(c)) for c in shown.columns]).alias("line"))
+    rule = "|" + "---|" * shown.width
+    body = "\n".join(lines.get_column("line").to_list())
+    return f"| {header} |\n{rule}\n" + (body + "\n" if body else "")

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import math
 import random
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from pipeline import jobs
 from pipeline.cli import app
-from pipeline.query import QueryError, QueryRefused, check_read_only, run_query
+from pipeline.query import (
+    QueryError,
+    QueryRefused,
+    as_markdown,
+    check_read_only,
+    readable,
+    run_query,
+)
 from pipeline.rubric import parse_rubric
 from pipeline.warehouse import WarehouseError
 from tests.strategies import surface_report, task_record
@@ -119,11 +129,12 @@ WRITES = [
 def test_a_statement_that_would_write_is_refused(lake: Path, template: str) -> None:
     before = snapshot(lake)
     sql = template.format(lake=lake)
-    with pytest.raises(QueryRefused, match=r"not read-only|cannot tell"):
+    with pytest.raises(QueryRefused, match=r"not a read-only statement|cannot tell"):
         check_read_only(sql)
     code, _, err = invoke(lake, sql)
     assert code == 2
-    assert "refused" in err
+    assert err.startswith("refused: ") and "refused: refused" not in err
+    assert len(err.strip().splitlines()) == 1
     assert snapshot(lake) == before
     assert not Path("/tmp/outside.csv").exists()
 
@@ -160,7 +171,7 @@ def test_the_command_line_exit_codes(lake: Path) -> None:
     assert json.loads(out) == [{"n": 4}]
     code, _, err = invoke(lake, "drop view task_runs")
     assert code == 2
-    assert "DROP statement is not read-only" in err
+    assert "DROP is not a read-only statement" in err
     # One line, said once: the refusal's prefix comes from the CLI, not also from the message.
     assert err.count("refused") == 1 and err.strip().count("\n") == 0
 
@@ -173,3 +184,178 @@ def test_the_documented_duckdb_readonly_door_cannot_change_the_warehouse(lake: P
         assert con.execute("select count(*) from task_runs").fetchone() == (4,)
     finally:
         con.close()
+
+
+# --------------------------------------------------------------------------- what a person reads
+
+
+def _tokens(text: str) -> set[str]:
+    """Whitespace-separated words of ``text``, with table rules and brackets stripped."""
+    return {word.strip("│┃|[](),;") for word in text.split()}
+
+
+def test_readable_rounds_floats_and_keeps_everything_else() -> None:
+    frame = pl.DataFrame(
+        {
+            "f": [1 / 3, 1234567.891, 12.34567, -0.000123456, 2.0, None],
+            "i": [1, 2, 3, 4, 5, None],
+            "s": ["a", "b|c", None, "d", "e", "f"],
+            "l": [["x"], [], None, ["y", "z"], ["w"], ["v"]],
+        }
+    )
+    shown = readable(frame)
+    assert shown.get_column("f").to_list() == [
+        "0.3333",
+        "1234568",
+        "12.35",
+        "-0.0001235",
+        "2",
+        "NULL",
+    ]
+    assert shown.get_column("i").to_list() == ["1", "2", "3", "4", "5", "NULL"]
+    assert shown.get_column("s").to_list() == ["a", "b|c", "NULL", "d", "e", "f"]
+    assert shown.get_column("l").to_list() == ['["x"]', "[]", "NULL", '["y","z"]', '["w"]', '["v"]']
+    md = as_markdown(frame.head(2)).splitlines()
+    assert md == [
+        "| f | i | s | l |",
+        "|---|---|---|---|",
+        '| 0.3333 | 1 | a | ["x"] |',
+        "| 1234568 | 2 | b\\|c | [] |",
+    ]
+
+
+@pytest.mark.parametrize("sql", ["select * from by_agent", "select * from task_runs"])
+def test_the_table_shows_every_number_whole_at_80_columns(lake: Path, sql: str) -> None:
+    code, out, _ = invoke(lake, sql, "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    result = runner.invoke(app, ["query", sql, "--lake", str(lake)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    table = result.stdout
+    assert "…" not in table
+    assert max(len(line) for line in table.splitlines()) <= 80
+    words = _tokens(table)
+    frame = next(iter(run_query(lake, sql))).frame
+    shown = readable(frame)
+    checked = 0
+    for name, dtype in frame.schema.items():
+        if not dtype.is_numeric():
+            continue
+        for value, text in zip(
+            [row[name] for row in rows], shown.get_column(name).to_list(), strict=True
+        ):
+            if value is None:
+                continue
+            # Rounded for reading, but the same number, shown whole.
+            assert math.isclose(float(text), value, rel_tol=5e-4, abs_tol=0.5 * (abs(value) >= 1e4))
+            assert text in words, (name, text)
+            checked += 1
+    assert checked >= len(rows)
+    for row in rows:
+        assert str(row.get("run_id", row.get("agent"))) in table
+
+
+def test_select_star_from_task_runs_is_readable_not_a_grid_of_empty_cells(lake: Path) -> None:
+    result = runner.invoke(
+        app, ["query", "select * from task_runs", "--lake", str(lake)], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    frame = next(iter(run_query(lake, "select * from task_runs"))).frame
+    # One block per run, each column's name at the start of its own line.
+    for name in frame.columns:
+        assert sum(line.startswith(name + " ") for line in lines) == frame.height, name
+    assert (
+        sum(line.startswith(f"{i} of {frame.height}") for i in range(1, 5) for line in lines) == 4
+    )
+
+
+def test_csv_and_json_keep_every_digit(lake: Path) -> None:
+    sql = "select run_id, score, cost_usd, score / 3 as third from task_runs order by run_id"
+    expected = next(iter(run_query(lake, sql))).frame
+    code, out, _ = invoke(lake, sql, "--format", "csv")
+    assert code == 0
+    from_csv = pl.read_csv(io.StringIO(out), schema=expected.schema)
+    assert from_csv.equals(expected)
+    for flags in (["--format", "json"], ["--json"]):
+        code, out, _ = invoke(lake, sql, *flags)
+        assert code == 0
+        assert pl.DataFrame(json.loads(out), schema=expected.schema).equals(expected)
+    code, alias, _ = invoke(lake, sql, "--csv")
+    assert code == 0 and pl.read_csv(io.StringIO(alias), schema=expected.schema).equals(expected)
+
+
+def test_markdown_format(lake: Path) -> None:
+    code, out, _ = invoke(
+        lake, "select run_id, score from task_runs order by run_id", "--format", "markdown"
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[:2] == ["| run_id | score |", "|---|---|"]
+    assert len(lines) == 2 + 4
+    assert all(line.startswith("| q") and line.endswith(" |") for line in lines[2:])
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--json", "--csv"], ["--json", "--format", "csv"], ["--format", "table", "--csv"]],
+)
+def test_two_output_formats_are_a_usage_error(lake: Path, flags: list[str]) -> None:
+    code, out, err = invoke(lake, "select 1", *flags)
+    assert code == 2 and out == ""
+    assert err.startswith("usage: choose one output format") and len(err.splitlines()) == 1
+
+
+def test_a_lake_that_is_a_file_or_has_no_warehouse_is_a_usage_error(tmp_path: Path) -> None:
+    file = tmp_path / "lake.txt"
+    file.write_text("not a lake")
+    for lake, said in ((file, "is a file"), (tmp_path, "holds no lake")):
+        code, out, err = invoke(lake, "select 1")
+        assert code == 2 and out == ""
+        assert err.startswith("usage: ") and said in err and len(err.splitlines()) == 1
+
+
+def test_help_shows_no_type_beside_flags() -> None:
+    commands = [c.name or c.callback.__name__ for c in app.registered_commands if c.callback]
+    assert "query" in commands
+    for command in commands:
+        result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "100"})
+        assert result.exit_code == 0
+        assert "<bool>" not in result.stdout, command
+        assert "--help" in result.stdout
+    query_help = runner.invoke(app, ["query", "--help"], env={"COLUMNS": "100"}).stdout
+    assert "<table|csv|json|markdown>" in query_help
+
+
+def test_a_query_plan_prints_as_text(lake: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["query", "explain select count(*) from task_runs", "--lake", str(lake)],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 0
+    assert result.stdout.startswith("physical_plan:\n")
+    assert "┃" not in result.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["compare", "--agent", "x"], "Missing option '--baseline'"),
+        (["query", "select 1", "--format", "bogus"], "'bogus' is not one of"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["run", "--max-depth", "0"], "--max-depth"),
+    ],
+)
+def test_typer_usage_errors_are_one_line(args: list[str], said: str) -> None:
+    result = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("usage: ") and said in result.stderr
+
+
+def test_no_arguments_prints_the_help_and_nothing_on_stderr() -> None:
+    result = runner.invoke(app, [], env={"COLUMNS": "80"})
+    assert "Usage:" in result.stdout and "query" in result.stdout
+    assert result.stderr == ""

@@ -1,0 +1,94 @@
+"""The analysts' views by hand: by_cwe's Wilson interval and cost_per_solved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline import jobs
+from pipeline.warehouse import build_warehouse
+from tests.test_warehouse import DEFAULT, con_of, grade
+
+
+def _record(run_id: str, problem: str, gate: float, **extra: object) -> str:
+    return grade(run_id, "1", problem, gate, 1.0, **extra)
+
+
+def _grader_error(run_id: str, problem: str, **extra: object) -> str:
+    record = json.loads(_record(run_id, problem, 0.0, **extra))
+    record["grade"] = {"subscores": {}, "weights": {}, "env_internal_failure": True}
+    return json.dumps(record)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("views")
+    lines = [
+        _record("r1", "p1", 0.0, cost_usd=1.0, tokens=100),  # p1: failed, then
+        _record("r2", "p1", 1.0, trial=1, cost_usd=2.0, tokens=200),  # solved on retry
+        _record("r3", "p2", 1.0, cost_usd=0.5, tokens=300),
+        _record("r4", "p3", 1.0, cost_usd=0.25, tokens=400),
+        _grader_error("r5", "p4", cost_usd=10.0, tokens=5000),  # excluded, counted
+        _record("r6", "p5", 0.0, cwe=None),  # no cost reported, no cwe
+    ]
+    source = root / "a.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], root / "lake", DEFAULT)
+    return root / "lake"
+
+
+def test_by_cwe_pass_rate_has_a_wilson_interval(lake: Path) -> None:
+    row = (
+        con_of(lake)
+        .execute(
+            "select runs, grader_errors, pass_rate, pass_n, pass_rate_ci_low, pass_rate_ci_high "
+            "from by_cwe where cwe = 'CWE-787'"
+        )
+        .fetchone()
+    )
+    assert row is not None
+    runs, errors, rate, n, low, high = row
+    assert (runs, errors, n) == (5, 1, 4)  # r6 has no cwe; r5 is a grader error
+    assert rate == pytest.approx(0.75)
+    # p = 3/4, n = 4, z² = 3.8416: centre (0.75 + 0.4802) / 1.9604 = 0.627525;
+    # half-width 1.96·sqrt(0.046875 + 0.060025) / 1.9604 = 1.96·0.326956 / 1.9604 = 0.326889
+    assert low == pytest.approx(0.300636, abs=1e-6)
+    assert high == pytest.approx(0.954414, abs=1e-6)
+
+
+def test_cost_per_solved_by_hand(lake: Path) -> None:
+    con = con_of(lake)
+    row = con.execute(
+        "select agent, agent_version, env_type, runs, grader_errors, problems, solved_problems, "
+        "runs_without_cost, cost_usd, tokens, cost_per_solved, tokens_per_solved "
+        "from cost_per_solved"
+    ).fetchall()
+    assert len(row) == 1
+    agent, version, env, runs, errors, problems, solved, no_cost, cost, tokens, per, tper = row[0]
+    assert (agent, version, env) == ("crab", "1", "exploit")
+    assert (runs, errors, problems, solved, no_cost) == (6, 1, 5, 3, 1)
+    assert cost == pytest.approx(1.0 + 2.0 + 0.5 + 0.25)  # r5's 10.0 left out
+    assert tokens == 100 + 200 + 300 + 400
+    assert per == pytest.approx(3.75 / 3)
+    assert tper == pytest.approx(1000 / 3)
+
+
+def test_nothing_solved_gives_no_cost_per_solved(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text(_record("x", "p1", 0.0, cost_usd=4.0) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    row = (
+        con_of(tmp_path / "lake")
+        .execute("select solved_problems, cost_usd, cost_per_solved from cost_per_solved")
+        .fetchone()
+    )
+    assert row == (0, 4.0, None)
+
+
+def test_an_empty_lake_has_the_views_and_no_rows(tmp_path: Path) -> None:
+    build_warehouse(tmp_path, DEFAULT.rubric_id)
+    con = con_of(tmp_path)
+    for view in ("by_cwe", "cost_per_solved"):
+        assert con.execute(f"select count(*) from {view}").fetchone() == (0,), view  # noqa: S608
