@@ -43,7 +43,7 @@ FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
 RUN_TABLES = ("task_runs", "surface_runs")
 SCORE_FAMILIES = lk.SCORE_FAMILIES
-# The schema-only files the warehouse keeps so globs match; not parts.
+# Schema-only files earlier warehouses wrote into the lake so globs matched; not parts.
 EMPTY_STEM = "empty"
 
 
