@@ -176,40 +176,61 @@ def _create(con: duckdb.DuckDBPyConnection, rubric_id: str) -> None:
             raise WarehouseError(f"view {path.name} failed: {exc}") from exc
 
 
-def _built_with(path: Path, rubric_id: str) -> bool:
-    """Whether the file at ``path`` is a warehouse this code can add to under ``rubric_id``."""
+def _held_files(path: Path, rubric_id: str) -> pl.DataFrame | None:
+    """The lake files the warehouse at ``path`` holds, when this code can add to it under
+    ``rubric_id`` (same fingerprint, same rubric); else None: build from nothing."""
     if not path.is_file():
-        return False
+        return None
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error:
-        return False
+        return None
     try:
         get = sql_text("queries/meta_get.sql")
-        found = [con.execute(get, [key]).fetchone() for key in ("fingerprint", "rubric_id")]
+        found = [con.execute(get, [key]).fetchall() for key in ("fingerprint", "rubric_id")]
+        if found != [[(fingerprint(),)], [(rubric_id,)]]:
+            return None
+        held: pl.DataFrame = con.sql(sql_text("warehouse/files_get.sql")).pl()
     except duckdb.Error:
-        return False
+        return None
     finally:
         con.close()
-    return found == [(fingerprint(),), (rubric_id,)]
+    return held.cast(FILE_COLUMNS)  # type: ignore[arg-type]
 
 
-def _sync(con: duckdb.DuckDBPyConnection, lake: Path, wanted: pl.DataFrame) -> tuple[int, int]:
-    """Load the files of ``wanted`` the file does not hold as they are; drop the rest."""
-    held = con.sql(sql_text("warehouse/files_get.sql")).pl()
-    keys = list(FILE_COLUMNS)
-    gone = held.join(wanted, on=keys, how="anti")
-    new = wanted.join(held, on=keys, how="anti")
-    for table in sorted(set(gone["tbl"]) | set(new["tbl"])):
-        dropped = gone.filter(pl.col("tbl") == table)["part"].to_list()
-        loaded = new.filter(pl.col("tbl") == table)
-        columns = list(staged_tables()[table])
+@dataclass(frozen=True)
+class Changes:
+    """Lake files to load (new or changed) and to drop (removed or changed)."""
+
+    load: pl.DataFrame
+    drop: pl.DataFrame
+
+    @classmethod
+    def between(cls, held: pl.DataFrame, wanted: pl.DataFrame) -> Changes:
+        keys = list(FILE_COLUMNS)
+        return cls(
+            load=wanted.join(held, on=keys, how="anti"),
+            drop=held.join(wanted, on=keys, how="anti"),
+        )
+
+
+def _apply(
+    con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes, wanted: pl.DataFrame
+) -> None:
+    """Drop the rows of the parts in ``changes.drop``, load the files of ``changes.load``,
+    and record ``wanted`` as the files the warehouse now holds."""
+    tables = set(changes.drop["tbl"]) | set(changes.load["tbl"])
+    for table in sorted(tables):
+        dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
+        loaded = changes.load.filter(pl.col("tbl") == table)["path"].to_list()
         try:
             if dropped:
                 con.execute(_stage_sql("stage_delete", table), [dropped])
-            if loaded.height:
-                files = [str(lake / relative) for relative in loaded["path"]]
-                con.execute(_stage_sql("stage_insert", table), [columns, files])
+            if loaded:
+                files = [str(lake / relative) for relative in loaded]
+                con.execute(
+                    _stage_sql("stage_insert", table), [list(staged_tables()[table]), files]
+                )
         except duckdb.Error as exc:
             raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
     con.register("wanted_files", wanted)
@@ -217,7 +238,6 @@ def _sync(con: duckdb.DuckDBPyConnection, lake: Path, wanted: pl.DataFrame) -> t
         con.execute(sql_text("warehouse/files_replace.sql"))
     finally:
         con.unregister("wanted_files")
-    return new.height, gone.height
 
 
 def _fsync(path: Path) -> None:
@@ -234,18 +254,13 @@ def remove_leftovers(lake: Path) -> None:
         stray.unlink(missing_ok=True)
 
 
-def build_warehouse(lake: Path, rubric_id: str) -> Build:
-    """Bring the warehouse up to the lake under ``rubric_id``; see the module docstring.
-
-    Called under the lake's lock, after the lake's transaction has committed.
-    """
-    started = time.perf_counter()
-    check_lake_path(lake)
-    remove_leftovers(lake)
+def _write(
+    lake: Path, rubric_id: str, *, incremental: bool, changes: Changes, wanted: pl.DataFrame
+) -> None:
+    """The new file, beside the final one (a copy of it when ``incremental``), renamed into
+    place once whole."""
     final = warehouse_path(lake)
     tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-    incremental = _built_with(final, rubric_id)
-    wanted = lake_files(lake, rubric_id)
     try:
         if incremental:
             shutil.copyfile(final, tmp)
@@ -253,7 +268,7 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
         try:
             if not incremental:
                 _create(con, rubric_id)
-            loaded, dropped = _sync(con, lake, wanted)
+            _apply(con, lake, changes, wanted)
             con.execute("checkpoint")
         finally:
             con.close()
@@ -263,13 +278,29 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     finally:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
+
+
+def build_warehouse(lake: Path, rubric_id: str) -> Build:
+    """Bring the warehouse up to the lake under ``rubric_id``; see the module docstring.
+
+    Called under the lake's lock, after the lake's transaction has committed. When the
+    file already holds the lake as it is, nothing is written.
+    """
+    started = time.perf_counter()
+    check_lake_path(lake)
+    remove_leftovers(lake)
+    wanted = lake_files(lake, rubric_id)
+    held = _held_files(warehouse_path(lake), rubric_id)
+    changes = Changes.between(pl.DataFrame(schema=FILE_COLUMNS) if held is None else held, wanted)
+    if held is None or changes.load.height or changes.drop.height:
+        _write(lake, rubric_id, incremental=held is not None, changes=changes, wanted=wanted)
     return Build(
-        path=final,
-        incremental=incremental,
-        files_loaded=loaded,
-        files_dropped=dropped,
+        path=warehouse_path(lake),
+        incremental=held is not None,
+        files_loaded=changes.load.height,
+        files_dropped=changes.drop.height,
         seconds=time.perf_counter() - started,
-        size_bytes=final.stat().st_size,
+        size_bytes=warehouse_path(lake).stat().st_size,
     )
 
 

@@ -335,8 +335,11 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     lake = tmp_path / "lake"
     jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "bad"], lake, DEFAULT)
     jobs.run([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "surface"], lake, DEFAULT)
+    before = warehouse_path(lake).stat()
     again = build_warehouse(lake, DEFAULT.rubric_id)
     assert again.incremental and (again.files_loaded, again.files_dropped) == (0, 0)
+    after = warehouse_path(lake).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # untouched
     # A part's file rewritten (as replay-quarantine does) and another part removed whole
     # (as the repair of a broken part does).
     quarantine = lk.parquet_files(lk.table_dir(lake, "quarantine"))[0]
