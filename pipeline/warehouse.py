@@ -15,9 +15,10 @@ whose runs have no score under the current rubric yet is left out whole (its
 runs, metadata and quarantine rows), so no reader sees a run without its score.
 
 A build is incremental: when the previous file was built by the same code (its
-fingerprint: the views' SQL, the tables' schemas, the storage version) under the
-same rubric, it is copied and only the lake files added, changed or removed
-since are loaded or dropped. Otherwise the file is built from nothing.
+fingerprint: the views' SQL, the tables' schemas, the storage version), it is
+copied and only the lake files added, changed or removed since are loaded or
+dropped; under a new rubric that is every score file, while the landed tables
+stay. Otherwise the file is built from nothing.
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 
 WAREHOUSE_NAME = "warehouse.duckdb"
-# The oldest storage format that holds what the views use. DuckDB 1.4.0 and later read it,
-# among them the `duckdb` command that `pip install duckdb-cli` gives (1.5.x reads 64..68;
-# DuckDB 2.0's own format, 69, it cannot).
+# An older storage format than DuckDB 2.0's default, so that DuckDB 1.4.0 and later open the
+# file, among them the `duckdb` command `pip install duckdb-cli` gives (1.5.x reads format
+# numbers 64..68 only; this one is 67). Tests open it with duckdb-cli 1.5.
 STORAGE_VERSION = "v1.4.0"
-OLDEST_READER = "1.4.0"
+OLDEST_READER = STORAGE_VERSION.removeprefix("v")
 # Raised when the file's layout changes in a way the SQL files and schemas do not show.
 LAYOUT = 1
 STAGE_PREFIX = "stg_"
@@ -157,18 +158,21 @@ def _connect(path: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
 
 
-def _create(con: duckdb.DuckDBPyConnection, rubric_id: str) -> None:
+def _create_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    # From the lake's schema through Arrow: the same column types read_parquet gives
+    # for the table's files (a test holds them equal).
+    empty = pl.DataFrame(schema={**staged_tables()[table], PART_COLUMN: pl.String})
+    con.from_arrow(empty.to_arrow()).create(STAGE_PREFIX + table)
+
+
+def _create(con: duckdb.DuckDBPyConnection) -> None:
     """An empty warehouse: facts, the file list, one table per lake table, the views."""
     con.execute(sql_text("queries/meta_create.sql"))
-    con.execute(sql_text("queries/meta_insert.sql"), ["rubric_id", rubric_id])
-    con.execute(sql_text("queries/meta_insert.sql"), ["fingerprint", fingerprint()])
-    con.execute(sql_text("queries/meta_insert.sql"), ["storage_version", STORAGE_VERSION])
+    con.execute(sql_text("queries/meta_set.sql"), ["fingerprint", fingerprint()])
+    con.execute(sql_text("queries/meta_set.sql"), ["storage_version", STORAGE_VERSION])
     con.execute(sql_text("warehouse/files_create.sql"))
-    for table, schema in staged_tables().items():
-        # The tables take the lake's schemas through Arrow: the same column types
-        # read_parquet gives for the files (a test holds them equal).
-        empty = pl.DataFrame(schema={**schema, PART_COLUMN: pl.String}).to_arrow()
-        con.from_arrow(empty).create(STAGE_PREFIX + table)
+    for table in staged_tables():
+        _create_table(con, table)
     for path in view_files():
         try:
             con.execute(path.read_text(encoding="utf-8"))
@@ -176,9 +180,9 @@ def _create(con: duckdb.DuckDBPyConnection, rubric_id: str) -> None:
             raise WarehouseError(f"view {path.name} failed: {exc}") from exc
 
 
-def _held_files(path: Path, rubric_id: str) -> pl.DataFrame | None:
-    """The lake files the warehouse at ``path`` holds, when this code can add to it under
-    ``rubric_id`` (same fingerprint, same rubric); else None: build from nothing."""
+def _held_files(path: Path) -> pl.DataFrame | None:
+    """The lake files the warehouse at ``path`` holds, when this code can add to it (same
+    fingerprint); else None: build from nothing."""
     if not path.is_file():
         return None
     try:
@@ -187,8 +191,7 @@ def _held_files(path: Path, rubric_id: str) -> pl.DataFrame | None:
         return None
     try:
         get = sql_text("queries/meta_get.sql")
-        found = [con.execute(get, [key]).fetchall() for key in ("fingerprint", "rubric_id")]
-        if found != [[(fingerprint(),)], [(rubric_id,)]]:
+        if con.execute(get, ["fingerprint"]).fetchall() != [(fingerprint(),)]:
             return None
         held: pl.DataFrame = con.sql(sql_text("warehouse/files_get.sql")).pl()
     except duckdb.Error:
@@ -223,8 +226,14 @@ def _apply(
     for table in sorted(tables):
         dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
         loaded = changes.load.filter(pl.col("tbl") == table)["path"].to_list()
+        kept = wanted.filter(pl.col("tbl") == table).height - len(loaded)
         try:
-            if dropped:
+            if dropped and not kept:
+                # Every row goes (a new rubric's scores): a new table, whose old blocks
+                # the next build reuses, rather than a file that grows with deleted rows.
+                con.execute(_stage_sql("stage_drop", table))
+                _create_table(con, table)
+            elif dropped:
                 con.execute(_stage_sql("stage_delete", table), [dropped])
             if loaded:
                 files = [str(lake / relative) for relative in loaded]
@@ -267,7 +276,8 @@ def _write(
         con = _connect(tmp)
         try:
             if not incremental:
-                _create(con, rubric_id)
+                _create(con)
+            con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", rubric_id])
             _apply(con, lake, changes, wanted)
             con.execute("checkpoint")
         finally:
@@ -290,9 +300,10 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     check_lake_path(lake)
     remove_leftovers(lake)
     wanted = lake_files(lake, rubric_id)
-    held = _held_files(warehouse_path(lake), rubric_id)
+    held = _held_files(warehouse_path(lake))
     changes = Changes.between(pl.DataFrame(schema=FILE_COLUMNS) if held is None else held, wanted)
-    if held is None or changes.load.height or changes.drop.height:
+    changed = changes.load.height or changes.drop.height or built_rubric_id(lake) != rubric_id
+    if held is None or changed:
         _write(lake, rubric_id, incremental=held is not None, changes=changes, wanted=wanted)
     return Build(
         path=warehouse_path(lake),

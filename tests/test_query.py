@@ -137,8 +137,9 @@ def test_no_file_can_be_read_not_even_the_lakes(lake: Path) -> None:
         "select * from read_csv('/proc/self/status')",
         "select * from read_blob('/etc/passwd')",
         "select * from read_parquet('/tmp/*.parquet')",
-        f"select * from read_parquet('{lake}/task_runs/*.parquet')",
-        f"select * from read_json('{lake}/_state/current_rubric.json')",
+        # An analyst's statement naming the lake's own files (the text is the attack).
+        f"select * from read_parquet('{lake}/task_runs/*.parquet')",  # noqa: S608
+        f"select * from read_json('{lake}/_state/current_rubric.json')",  # noqa: S608
         "select * from glob('/etc/*')",
     ):
         with pytest.raises(QueryError, match=r"Permission|disabled"):
