@@ -604,8 +604,9 @@ def print_open_commands(console: Console, lake: Path) -> None:
         f"anywhere; {commands['readers']} opens it)",
         f"query it:  {commands['query']}",
         f"or open it in DuckDB's shell:  {commands['shell']}",
-        f"  (no duckdb command? {commands['shell_install']})",
     ]
+    if "shell_install" in commands:
+        lines.append(f"  (no duckdb command? {commands['shell_install']})")
     for line in lines:
         # Commands stay on one line however narrow the terminal, so they paste whole.
         console.print(line, highlight=False, markup=False, soft_wrap=True)

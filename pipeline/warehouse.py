@@ -346,16 +346,17 @@ def _shell_path(path: Path) -> str:
 def open_commands(lake: Path, first_query: str) -> dict[str, str]:
     """The commands that open the warehouse, by what they are, as they can be pasted."""
     python = Path(sys.executable)
-    cli = python.with_name("duckdb")
-    duckdb_cli = _shell_path(cli) if cli.is_file() else "duckdb"
+    cli = python.with_name("duckdb")  # where `pip install duckdb-cli` puts it
     file = _shell_path(warehouse_path(lake))
-    return {
+    commands = {
         "query": f"{_shell_path(python)} -m pipeline query {shlex.quote(first_query)} "
         f"--lake {_shell_path(lake)}",
-        "shell": f"{duckdb_cli} -readonly {file}",
-        "shell_install": f"{_shell_path(python)} -m pip install duckdb-cli",
+        "shell": f"{_shell_path(cli) if cli.is_file() else 'duckdb'} -readonly {file}",
         "readers": f"DuckDB {OLDEST_READER} or later",
     }
+    if not cli.is_file():
+        commands["shell_install"] = f"{_shell_path(python)} -m pip install duckdb-cli"
+    return commands
 
 
 def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
