@@ -46,7 +46,7 @@ FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
 RUN_TABLES = ("task_runs", "surface_runs")
 SCORE_FAMILIES = lk.SCORE_FAMILIES
-# The schema-only files the warehouse keeps so globs match; not parts.
+# Schema-only files earlier warehouses wrote into the lake so globs matched; not parts.
 EMPTY_STEM = "empty"
 
 
@@ -750,8 +750,9 @@ def print_open_commands(console: Console, lake: Path) -> None:
         f"anywhere; {commands['readers']} opens it)",
         f"query it:  {commands['query']}",
         f"or open it in DuckDB's shell:  {commands['shell']}",
-        f"  (no duckdb command? {commands['shell_install']})",
     ]
+    if "shell_install" in commands:
+        lines.append(f"  (no duckdb command? {commands['shell_install']})")
     for line in lines:
         # Commands stay on one line however narrow the terminal, so they paste whole.
         console.print(line, highlight=False, markup=False, soft_wrap=True)

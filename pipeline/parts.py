@@ -23,7 +23,7 @@ from pipeline import lake as lk
 
 MANIFESTS = "_parts"
 LEDGER = "ledger"
-# The schema-only files the warehouse keeps so globs match; not parts.
+# Schema-only files earlier warehouses wrote into the lake so globs matched; not parts.
 EMPTY_STEM = "empty"
 # The landed tables whose rows name the input file they came from.
 SOURCED_TABLES = ("task_runs", "surface_runs", "quarantine")

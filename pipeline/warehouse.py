@@ -15,9 +15,10 @@ whose runs have no score under the current rubric yet is left out whole (its
 runs, metadata and quarantine rows), so no reader sees a run without its score.
 
 A build is incremental: when the previous file was built by the same code (its
-fingerprint: the views' SQL, the tables' schemas, the storage version) under the
-same rubric, it is copied and only the lake files added, changed or removed
-since are loaded or dropped. Otherwise the file is built from nothing.
+fingerprint: the views' SQL, the tables' schemas, the storage version), it is
+copied and only the lake files added, changed or removed since are loaded or
+dropped; under a new rubric that is every score file, while the landed tables
+stay. Otherwise the file is built from nothing.
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 
 WAREHOUSE_NAME = "warehouse.duckdb"
-# The oldest storage format that holds what the views use. DuckDB 1.4.0 and later read it,
-# among them the `duckdb` command that `pip install duckdb-cli` gives (1.5.x reads 64..68;
-# DuckDB 2.0's own format, 69, it cannot).
+# An older storage format than DuckDB 2.0's default, so that DuckDB 1.4.0 and later open the
+# file, among them the `duckdb` command `pip install duckdb-cli` gives (1.5.x reads format
+# numbers 64..68 only; this one is 67). Tests open it with duckdb-cli 1.5.
 STORAGE_VERSION = "v1.4.0"
-OLDEST_READER = "1.4.0"
+OLDEST_READER = STORAGE_VERSION.removeprefix("v")
 # Raised when the file's layout changes in a way the SQL files and schemas do not show.
 LAYOUT = 1
 STAGE_PREFIX = "stg_"
@@ -157,18 +158,21 @@ def _connect(path: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
 
 
-def _create(con: duckdb.DuckDBPyConnection, rubric_id: str) -> None:
+def _create_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    # From the lake's schema through Arrow: the same column types read_parquet gives
+    # for the table's files (a test holds them equal).
+    empty = pl.DataFrame(schema={**staged_tables()[table], PART_COLUMN: pl.String})
+    con.from_arrow(empty.to_arrow()).create(STAGE_PREFIX + table)
+
+
+def _create(con: duckdb.DuckDBPyConnection) -> None:
     """An empty warehouse: facts, the file list, one table per lake table, the views."""
     con.execute(sql_text("queries/meta_create.sql"))
-    con.execute(sql_text("queries/meta_insert.sql"), ["rubric_id", rubric_id])
-    con.execute(sql_text("queries/meta_insert.sql"), ["fingerprint", fingerprint()])
-    con.execute(sql_text("queries/meta_insert.sql"), ["storage_version", STORAGE_VERSION])
+    con.execute(sql_text("queries/meta_set.sql"), ["fingerprint", fingerprint()])
+    con.execute(sql_text("queries/meta_set.sql"), ["storage_version", STORAGE_VERSION])
     con.execute(sql_text("warehouse/files_create.sql"))
-    for table, schema in staged_tables().items():
-        # The tables take the lake's schemas through Arrow: the same column types
-        # read_parquet gives for the files (a test holds them equal).
-        empty = pl.DataFrame(schema={**schema, PART_COLUMN: pl.String}).to_arrow()
-        con.from_arrow(empty).create(STAGE_PREFIX + table)
+    for table in staged_tables():
+        _create_table(con, table)
     for path in view_files():
         try:
             con.execute(path.read_text(encoding="utf-8"))
@@ -176,40 +180,66 @@ def _create(con: duckdb.DuckDBPyConnection, rubric_id: str) -> None:
             raise WarehouseError(f"view {path.name} failed: {exc}") from exc
 
 
-def _built_with(path: Path, rubric_id: str) -> bool:
-    """Whether the file at ``path`` is a warehouse this code can add to under ``rubric_id``."""
+def _held_files(path: Path) -> pl.DataFrame | None:
+    """The lake files the warehouse at ``path`` holds, when this code can add to it (same
+    fingerprint); else None: build from nothing."""
     if not path.is_file():
-        return False
+        return None
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error:
-        return False
+        return None
     try:
         get = sql_text("queries/meta_get.sql")
-        found = [con.execute(get, [key]).fetchone() for key in ("fingerprint", "rubric_id")]
+        if con.execute(get, ["fingerprint"]).fetchall() != [(fingerprint(),)]:
+            return None
+        held: pl.DataFrame = con.sql(sql_text("warehouse/files_get.sql")).pl()
     except duckdb.Error:
-        return False
+        return None
     finally:
         con.close()
-    return found == [(fingerprint(),), (rubric_id,)]
+    return held.cast(FILE_COLUMNS)  # type: ignore[arg-type]
 
 
-def _sync(con: duckdb.DuckDBPyConnection, lake: Path, wanted: pl.DataFrame) -> tuple[int, int]:
-    """Load the files of ``wanted`` the file does not hold as they are; drop the rest."""
-    held = con.sql(sql_text("warehouse/files_get.sql")).pl()
-    keys = list(FILE_COLUMNS)
-    gone = held.join(wanted, on=keys, how="anti")
-    new = wanted.join(held, on=keys, how="anti")
-    for table in sorted(set(gone["tbl"]) | set(new["tbl"])):
-        dropped = gone.filter(pl.col("tbl") == table)["part"].to_list()
-        loaded = new.filter(pl.col("tbl") == table)
-        columns = list(staged_tables()[table])
+@dataclass(frozen=True)
+class Changes:
+    """Lake files to load (new or changed) and to drop (removed or changed)."""
+
+    load: pl.DataFrame
+    drop: pl.DataFrame
+
+    @classmethod
+    def between(cls, held: pl.DataFrame, wanted: pl.DataFrame) -> Changes:
+        keys = list(FILE_COLUMNS)
+        return cls(
+            load=wanted.join(held, on=keys, how="anti"),
+            drop=held.join(wanted, on=keys, how="anti"),
+        )
+
+
+def _apply(
+    con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes, wanted: pl.DataFrame
+) -> None:
+    """Drop the rows of the parts in ``changes.drop``, load the files of ``changes.load``,
+    and record ``wanted`` as the files the warehouse now holds."""
+    tables = set(changes.drop["tbl"]) | set(changes.load["tbl"])
+    for table in sorted(tables):
+        dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
+        loaded = changes.load.filter(pl.col("tbl") == table)["path"].to_list()
+        kept = wanted.filter(pl.col("tbl") == table).height - len(loaded)
         try:
-            if dropped:
+            if dropped and not kept:
+                # Every row goes (a new rubric's scores): a new table, whose old blocks
+                # the next build reuses, rather than a file that grows with deleted rows.
+                con.execute(_stage_sql("stage_drop", table))
+                _create_table(con, table)
+            elif dropped:
                 con.execute(_stage_sql("stage_delete", table), [dropped])
-            if loaded.height:
-                files = [str(lake / relative) for relative in loaded["path"]]
-                con.execute(_stage_sql("stage_insert", table), [columns, files])
+            if loaded:
+                files = [str(lake / relative) for relative in loaded]
+                con.execute(
+                    _stage_sql("stage_insert", table), [list(staged_tables()[table]), files]
+                )
         except duckdb.Error as exc:
             raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
     con.register("wanted_files", wanted)
@@ -217,7 +247,6 @@ def _sync(con: duckdb.DuckDBPyConnection, lake: Path, wanted: pl.DataFrame) -> t
         con.execute(sql_text("warehouse/files_replace.sql"))
     finally:
         con.unregister("wanted_files")
-    return new.height, gone.height
 
 
 def _fsync(path: Path) -> None:
@@ -234,26 +263,22 @@ def remove_leftovers(lake: Path) -> None:
         stray.unlink(missing_ok=True)
 
 
-def build_warehouse(lake: Path, rubric_id: str) -> Build:
-    """Bring the warehouse up to the lake under ``rubric_id``; see the module docstring.
-
-    Called under the lake's lock, after the lake's transaction has committed.
-    """
-    started = time.perf_counter()
-    check_lake_path(lake)
-    remove_leftovers(lake)
+def _write(
+    lake: Path, rubric_id: str, *, incremental: bool, changes: Changes, wanted: pl.DataFrame
+) -> None:
+    """The new file, beside the final one (a copy of it when ``incremental``), renamed into
+    place once whole."""
     final = warehouse_path(lake)
     tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-    incremental = _built_with(final, rubric_id)
-    wanted = lake_files(lake, rubric_id)
     try:
         if incremental:
             shutil.copyfile(final, tmp)
         con = _connect(tmp)
         try:
             if not incremental:
-                _create(con, rubric_id)
-            loaded, dropped = _sync(con, lake, wanted)
+                _create(con)
+            con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", rubric_id])
+            _apply(con, lake, changes, wanted)
             con.execute("checkpoint")
         finally:
             con.close()
@@ -263,13 +288,30 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     finally:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
+
+
+def build_warehouse(lake: Path, rubric_id: str) -> Build:
+    """Bring the warehouse up to the lake under ``rubric_id``; see the module docstring.
+
+    Called under the lake's lock, after the lake's transaction has committed. When the
+    file already holds the lake as it is, nothing is written.
+    """
+    started = time.perf_counter()
+    check_lake_path(lake)
+    remove_leftovers(lake)
+    wanted = lake_files(lake, rubric_id)
+    held = _held_files(warehouse_path(lake))
+    changes = Changes.between(pl.DataFrame(schema=FILE_COLUMNS) if held is None else held, wanted)
+    changed = changes.load.height or changes.drop.height or built_rubric_id(lake) != rubric_id
+    if held is None or changed:
+        _write(lake, rubric_id, incremental=held is not None, changes=changes, wanted=wanted)
     return Build(
-        path=final,
-        incremental=incremental,
-        files_loaded=loaded,
-        files_dropped=dropped,
+        path=warehouse_path(lake),
+        incremental=held is not None,
+        files_loaded=changes.load.height,
+        files_dropped=changes.drop.height,
         seconds=time.perf_counter() - started,
-        size_bytes=final.stat().st_size,
+        size_bytes=warehouse_path(lake).stat().st_size,
     )
 
 
@@ -304,16 +346,17 @@ def _shell_path(path: Path) -> str:
 def open_commands(lake: Path, first_query: str) -> dict[str, str]:
     """The commands that open the warehouse, by what they are, as they can be pasted."""
     python = Path(sys.executable)
-    cli = python.with_name("duckdb")
-    duckdb_cli = _shell_path(cli) if cli.is_file() else "duckdb"
+    cli = python.with_name("duckdb")  # where `pip install duckdb-cli` puts it
     file = _shell_path(warehouse_path(lake))
-    return {
+    commands = {
         "query": f"{_shell_path(python)} -m pipeline query {shlex.quote(first_query)} "
         f"--lake {_shell_path(lake)}",
-        "shell": f"{duckdb_cli} -readonly {file}",
-        "shell_install": f"{_shell_path(python)} -m pip install duckdb-cli",
+        "shell": f"{_shell_path(cli) if cli.is_file() else 'duckdb'} -readonly {file}",
         "readers": f"DuckDB {OLDEST_READER} or later",
     }
+    if not cli.is_file():
+        commands["shell_install"] = f"{_shell_path(python)} -m pip install duckdb-cli"
+    return commands
 
 
 def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:

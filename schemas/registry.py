@@ -1,7 +1,7 @@
 """Every table the lake holds, by name, with the model that guards it.
 
-The warehouse writes an empty file of each model's schema where a table has
-none yet, so the views' globs always match and carry every column.
+The warehouse holds one table per model (``stg_<name>``), created from its
+schema, so the views carry every column however few files the lake has.
 """
 
 from __future__ import annotations

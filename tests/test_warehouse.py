@@ -290,10 +290,10 @@ def test_staging_tables_have_the_lake_files_column_types(sample_lake: Path, tmp_
         con.close()
 
 
-def count(lake: Path, sql: str) -> int:
+def count(lake: Path, sql: str, *params: object) -> int:
     con = duckdb.connect(str(warehouse_path(lake)), read_only=True)
     try:
-        row = con.execute(sql).fetchone()
+        row = con.execute(sql, list(params)).fetchone()
     finally:
         con.close()
     assert row is not None
@@ -335,8 +335,11 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     lake = tmp_path / "lake"
     jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "bad"], lake, DEFAULT)
     jobs.run([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "surface"], lake, DEFAULT)
+    before = warehouse_path(lake).stat()
     again = build_warehouse(lake, DEFAULT.rubric_id)
     assert again.incremental and (again.files_loaded, again.files_dropped) == (0, 0)
+    after = warehouse_path(lake).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # untouched
     # A part's file rewritten (as replay-quarantine does) and another part removed whole
     # (as the repair of a broken part does).
     quarantine = lk.parquet_files(lk.table_dir(lake, "quarantine"))[0]
@@ -358,19 +361,26 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
 
 
-def test_another_rubric_builds_from_nothing_and_shows_only_its_scores(tmp_path: Path) -> None:
+def test_another_rubric_keeps_the_landed_tables_and_replaces_every_score(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
-    jobs.run([SAMPLE / "tasks" / "atlas.jsonl"], lake, DEFAULT)
+    jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "surface"], lake, DEFAULT)
     runs = count(lake, "select count(*) from task_runs")
     other = parse_rubric({"task": {"failure_threshold": 0.9}})
-    jobs.score(lake, other)
-    assert not build_warehouse(lake, DEFAULT.rubric_id).incremental  # back: from nothing
+    jobs.score(lake, other)  # scores under both rubrics are now in the lake
+    back = build_warehouse(lake, DEFAULT.rubric_id)
+    # Copied, the five score tables' files swapped, the landed ones kept.
+    assert back.incremental
+    assert back.files_loaded == back.files_dropped == 5
     assert count(lake, "select count(distinct rubric_id) from task_runs") == 1
-    jobs.score(lake, other)
-    assert build_warehouse(lake, other.rubric_id).incremental
-    sql = "select count(*) from task_runs where rubric_id = '{}'"
-    assert count(lake, sql.format(other.rubric_id)) == runs
-    assert count(lake, "select count(*) from stg_task_scores") == runs
+    assert (
+        count(lake, "select count(*) from task_runs where rubric_id = ?", DEFAULT.rubric_id) == runs
+    )
+    assert count(lake, "select count(*) from surface_runs where rubric_id is null") == 0
+    incremental = every_stage_table(warehouse_path(lake)), every_view(warehouse_path(lake))
+    warehouse_path(lake).unlink()
+    assert not build_warehouse(lake, DEFAULT.rubric_id).incremental
+    assert_same_rows(incremental[0], every_stage_table(warehouse_path(lake)))
+    assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
 
 
 def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:

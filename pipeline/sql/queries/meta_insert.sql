@@ -1,1 +1,0 @@
-insert into _meta (key, value) values (?, ?)

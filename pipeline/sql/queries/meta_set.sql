@@ -1,0 +1,1 @@
+insert or replace into _meta (key, value) values (?, ?)

@@ -1,0 +1,2 @@
+-- Every row of one staging table goes at once. {table} is a registry name.
+drop table {table}
