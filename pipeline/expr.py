@@ -73,6 +73,9 @@ def py_round(x: IntoExpr, decimals: int) -> pl.Expr:
     by ``10**decimals`` once, correctly rounded: the nearest double to the decimal, which is
     what Python's round returns. Where ``|x| * 10**decimals >= 2**53`` the double has no
     digit below the asked one that could change, and it is returned as it is.
+
+    ``x`` is read several times over: give it a column, not a deep expression (a rounding
+    of a rounding would repeat the inner one's plan in every place it is read).
     """
     v = _expr(x)
     scale = 10.0**decimals
