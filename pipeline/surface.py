@@ -291,9 +291,12 @@ def _generated_at_problem() -> pl.Expr:
     return (
         pl.when(~top & ~nested & ~_present("run_id"))
         .then(
-            pl.lit(
-                f"generated_at is missing: expected {expected} (the report has no run_id, "
-                "so run_id is <server.name>@<server.version>@<generated_at>)"
+            pl.format(
+                "generated_at is {}: expected {} (the report has no run_id, so run_id is "
+                '<server.name or server.fingerprint>@<server.version or "unversioned">'
+                "@<generated_at>)",
+                _absence("generated_at"),
+                pl.lit(expected),
             )
         )
         .when((top | nested) & ~parsed.fill_null(False))
