@@ -24,27 +24,26 @@ from schemas.registry import LANDED, SCORED
 SCORE_TOLERANCE = 1e-12
 
 
-def _empty(schema: dict[str, pl.DataType | type[pl.DataType]]) -> pl.DataFrame:
+def _empty(schema: pl.Schema) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
 # The surface tables of a diff: each server's latest version whose overall or letter moved,
 # and the fleet's letter counts under each rubric.
-SURFACE_CHANGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "server": pl.String,
-    "server_version": pl.String,
-    "overall_from": pl.Float64,
-    "overall_to": pl.Float64,
-    "overall_change": pl.Float64,
-    "letter_from": pl.String,
-    "letter_to": pl.String,
-}
-LETTER_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "letter": pl.String,
-    "servers_from": pl.Int64,
-    "servers_to": pl.Int64,
-    "moved": pl.Int64,
-}
+SURFACE_CHANGE_SCHEMA = pl.Schema(
+    {
+        "server": pl.String,
+        "server_version": pl.String,
+        "overall_from": pl.Float64,
+        "overall_to": pl.Float64,
+        "overall_change": pl.Float64,
+        "letter_from": pl.String,
+        "letter_to": pl.String,
+    }
+)
+LETTER_SCHEMA = pl.Schema(
+    {"letter": pl.String, "servers_from": pl.Int64, "servers_to": pl.Int64, "moved": pl.Int64}
+)
 
 
 @dataclass(frozen=True)
@@ -214,8 +213,8 @@ def rescore_diff(
     before = scores_of(lake, rubric_from)
     target = after if after is not None else scores_of(lake, rubric_to)
     surface_before = surface_scores_of(lake, rubric_from)
-    surface_target = surface_after if surface_after is not None else surface_scores_of(
-        lake, rubric_to
+    surface_target = (
+        surface_after if surface_after is not None else surface_scores_of(lake, rubric_to)
     )
     order = letters if letters is not None else _letters_seen(surface_before, surface_target)
     by_env, ranking, surface, distribution = pl.collect_all(

@@ -206,7 +206,11 @@ def _problem(check: Check, where: pl.Expr) -> pl.Expr:
     present = _present(check.name)
     return (
         pl.when(applies.fill_null(False) & ~present & required.fill_null(False))
-        .then(pl.format("{} is {}: expected {}", where, _absence(check.name), pl.lit(check.expect.value)))
+        .then(
+            pl.format(
+                "{} is {}: expected {}", where, _absence(check.name), pl.lit(check.expect.value)
+            )
+        )
         .when(applies.fill_null(False) & present & ~_valid(check.name, check.expect))
         .then(
             pl.format("{} = {}: expected {}", where, _shown(check.name), pl.lit(check.expect.value))
@@ -998,7 +1002,9 @@ def _shown_stats(
         "description_shown": ordered_sum(shown, (kind == "schema_smell") & desc, at),
         "proxy_shown": ordered_sum(shown, proxy, at),
         "labeled_pass_rate_sum": ordered_sum(pl.col("pass_rate").fill_null(1.0), labeled, at),
-        "fire_rate_shown": ordered_sum(pl.col("fire_rate").fill_null(0.0), kind == "distraction", at),
+        "fire_rate_shown": ordered_sum(
+            pl.col("fire_rate").fill_null(0.0), kind == "distraction", at
+        ),
         "injector_tokens_shown": ordered_sum(pl.col("tokens_est").fill_null(0.0), instructions, at),
     }
     return sums
@@ -1127,13 +1133,11 @@ def _grade(table: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
     s = rubric.surface
     overall, measured_weight = overall_score(rubric.surface_weights)
     nothing = pl.all_horizontal([pl.col(d).is_null() for d in DIMENSIONS])
-    table = (
-        table.with_columns(
-            overall=overall,
-            measured_weight=measured_weight,
-            nothing_measured=nothing,
-            **overall_display_parts(rubric.surface_weights),
-        )
+    table = table.with_columns(
+        overall=overall,
+        measured_weight=measured_weight,
+        nothing_measured=nothing,
+        **overall_display_parts(rubric.surface_weights),
     )
     shown = true_div(pl.col("shown_numerator"), pl.col("shown_denominator"))
     table = with_rounded(table, SCORE_DECIMALS, overall_display=shown).with_columns(

@@ -104,9 +104,7 @@ class SurfaceDiff:
         return result
 
 
-def _fetch(
-    con: duckdb.DuckDBPyConnection, query: str, params: list[Any]
-) -> pl.DataFrame:
+def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: list[Any]) -> pl.DataFrame:
     relation = con.sql(sql_text(f"queries/{query}.sql"), params=params)
     if relation is None:
         raise ValueError(f"sql/queries/{query}.sql is not a query")

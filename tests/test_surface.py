@@ -611,7 +611,9 @@ def test_quarantine_malformed_server() -> None:
     not_object["server"] = "srv"
     got = reasons(no_key, null_key, numeric_version, not_object)
     expected = "expected a non-empty string in one of them"
-    assert got[0].startswith(f"server.name is missing and server.fingerprint is missing: {expected}")
+    assert got[0].startswith(
+        f"server.name is missing and server.fingerprint is missing: {expected}"
+    )
     assert got[1].startswith(f"server.name is null and server.fingerprint is null: {expected}")
     assert got[2] == "server.version = 2: expected a non-empty string"
     assert got[3] == 'server = "srv": expected an object'

@@ -26,7 +26,9 @@ def _finding(kind: str, target: Any, **measurement: Any) -> dict[str, Any]:
     return {"probe": "t", "kind": kind, "target": target, "measurement": measurement}
 
 
-def _report(version: str, at: str, findings: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
+def _report(
+    version: str, at: str, findings: list[dict[str, Any]], tools: list[str]
+) -> dict[str, Any]:
     surface = _finding(
         "token_cost",
         tools,
@@ -87,7 +89,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     inputs = root / "in"
     inputs.mkdir()
     for i, report in enumerate((V1, V2, V3)):
-        (inputs / f"{i}" ).mkdir()
+        (inputs / f"{i}").mkdir()
         (inputs / f"{i}" / "report.json").write_text(json.dumps(report), encoding="utf-8")
     result = runner.invoke(app, ["run", str(inputs), "--lake", str(root / "lake")])
     assert result.exit_code == 0, result.output
@@ -104,7 +106,9 @@ def diff(lake: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_view_lists_the_changes_between_consecutive_versions(con: duckdb.DuckDBPyConnection) -> None:
+def test_view_lists_the_changes_between_consecutive_versions(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
     rows = con.execute(
         "select from_version, to_version, tool, kind, change, severity_before, severity_after "
         "from surface_finding_changes order by from_version, change, tool, severity_after"
@@ -221,7 +225,12 @@ def test_null_server_name_diffs_under_its_fingerprint(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text(json.dumps(bare))
     (tmp_path / "b.json").write_text(json.dumps(later))
     lake = tmp_path / "lake"
-    assert runner.invoke(app, ["run", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--lake", str(lake)]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["run", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--lake", str(lake)]
+        ).exit_code
+        == 0
+    )
     result = runner.invoke(
         app, ["surface-diff", "--server", "9395e700610419bf", "--lake", str(lake), "--json"]
     )

@@ -81,7 +81,8 @@ def test_polars_round_is_not_pythons() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     xs=st.lists(
-        st.floats(allow_nan=False, allow_infinity=False) | st.integers(0, 200_000).map(lambda k: k / 2000),
+        st.floats(allow_nan=False, allow_infinity=False)
+        | st.integers(0, 200_000).map(lambda k: k / 2000),
         min_size=1,
         max_size=50,
     ),
@@ -229,7 +230,7 @@ def regraded() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
 def test_every_fixture_report_shows_what_mcp_xray_shows(
     regraded: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
 ) -> None:
-    runs, scores, severities = regraded
+    _, scores, severities = regraded
     assert scores.height >= 48 + 2
     for row in scores.iter_rows(named=True):
         expected = EXPECTED[row["source"]]
@@ -299,8 +300,10 @@ def test_rounding_stages_hold_under_a_rubric_that_is_not_mcp_xrays() -> None:
     )
     report = _report(2, 150, 300, ["deep_nesting"])
     batch = parse_reports(_records([json.dumps(report)], ["r"]))
-    row = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), rubric).runs.collect().row(
-        0, named=True
+    row = (
+        score_surfaces(batch.runs.lazy(), batch.findings.lazy(), rubric)
+        .runs.collect()
+        .row(0, named=True)
     )
     assert (row["overall_display"], row["letter"]) == (77.5, "C+")
     assert math.isclose(row["overall"], 77.5)

@@ -107,8 +107,14 @@ def test_dry_run_previews_a_surface_weight_change(lake: Path, tmp_path: Path) ->
     assert diff["letter_distribution"] == EXPECTED_LETTERS
     # nothing was replaced: the lake's scores are still the default rubric's
     shown = runner.invoke(
-        app, ["query", "select server, letter from surface_runs order by server", "--lake",
-              str(lake), "--json"]
+        app,
+        [
+            "query",
+            "select server, letter from surface_runs order by server",
+            "--lake",
+            str(lake),
+            "--json",
+        ],
     )
     assert json.loads(shown.output) == [
         {"server": "good", "letter": "A+"},
@@ -122,12 +128,23 @@ def test_dry_run_previews_a_surface_weight_change(lake: Path, tmp_path: Path) ->
 
 def test_rescore_diff_shows_the_same_after_the_change(lake: Path, tmp_path: Path) -> None:
     before = json.loads(
-        runner.invoke(app, ["query", "select value from _meta where key = 'rubric_id'",
-                            "--lake", str(lake), "--json"]).output
+        runner.invoke(
+            app,
+            [
+                "query",
+                "select value from _meta where key = 'rubric_id'",
+                "--lake",
+                str(lake),
+                "--json",
+            ],
+        ).output
     )[0]["value"]
-    assert runner.invoke(
-        app, ["score", "--lake", str(lake), "--rubric", str(_rubric(tmp_path))]
-    ).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["score", "--lake", str(lake), "--rubric", str(_rubric(tmp_path))]
+        ).exit_code
+        == 0
+    )
     result = runner.invoke(
         app, ["rescore-diff", "--from", before, "--to", "no-ce", "--lake", str(lake), "--json"]
     )
