@@ -52,42 +52,78 @@ def true_div(x: IntoExpr, y: IntoExpr) -> pl.Expr:
 # Veltkamp's splitter for doubles (2**27 + 1): splits a double into two halves whose
 # products are exact, so a product's rounding error can be recovered without FMA.
 _SPLITTER = 134217729.0
+# From 2**53 on every double is a whole number: nothing left to round.
+_WHOLE = 2.0**53
 
 
-def _split(x: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+def _split_constant(x: float) -> tuple[float, float]:
     c = x * _SPLITTER
     high = c - (c - x)
     return high, x - high
 
 
-def py_round(x: IntoExpr, decimals: int) -> pl.Expr:
-    """Python's ``round(x, decimals)`` on doubles, exactly: half to even on the binary value.
+def with_py_round(frame: pl.LazyFrame, decimals: int, **columns: pl.Expr) -> pl.LazyFrame:
+    """``frame`` with ``columns`` added, each rounded as Python's ``round(x, decimals)``
+    rounds a double: half to even on the binary value, exactly.
 
     Polars' ``round`` rounds ``x * 10**decimals``, whose own rounding error can land on a
     half: ``round(4.35, 1)`` is 4.3 in Python (4.35 is 4.34999... in binary) but 4.4 in
-    Polars. Here the product's error ``e`` is recovered exactly (Dekker's two-product), so
-    ``p + e`` is the exact scaled value. Its distance to the half above ``k = floor(p)`` is
-    ``((p - k) - 0.5) + e``: ``p - k`` is exact, ``- 0.5`` is exact whenever the result is
-    small enough to matter (Sterbenz), and a sum of two doubles is zero only when it is
-    exactly zero, so the sign says up, down or a tie (then to even). The integer is divided
-    by ``10**decimals`` once, correctly rounded: the nearest double to the decimal, which is
-    what Python's round returns. Where ``|x| * 10**decimals >= 2**53`` the double has no
-    digit below the asked one that could change, and it is returned as it is.
+    Polars. Here the product's error ``e`` is recovered exactly (Dekker's two-product,
+    Veltkamp's split), so ``p + e`` is the exact scaled value. Its distance to the half above
+    ``k = floor(p)`` is ``((p - k) - 0.5) + e``: ``p - k`` is exact, ``- 0.5`` is exact
+    whenever the result is small enough to matter (Sterbenz), and a sum of two doubles is
+    zero only when it is exactly zero, so the sign says up, down or a tie (then to even). The
+    integer is divided by ``10**decimals`` once, correctly rounded: the nearest double to the
+    decimal, which is what Python's round returns. Where ``|x| * 10**decimals >= 2**53`` the
+    double has no digit below the asked one that could change, and it is returned as it is.
 
-    ``x`` is read several times over: give it a column, not a deep expression (a rounding
-    of a rounding would repeat the inner one's plan in every place it is read).
+    Each step is its own column (dropped at the end): the algorithm reads its values many
+    times, and as one expression its plan would be large, and geometrically larger for a
+    rounding of a rounding.
     """
-    v = _expr(x)
     scale = 10.0**decimals
-    magnitude = v.abs()
-    product = magnitude * scale
-    m_high, m_low = _split(magnitude)
-    s_high, s_low = _split(pl.lit(scale))
-    error = (((m_high * s_high - product) + m_high * s_low) + m_low * s_high) + m_low * s_low
-    low = product.floor()
-    distance = ((product - low) - 0.5) + error
-    odd = (low % 2.0) == 1.0
-    up = (distance > 0.0) | ((distance == 0.0) & odd)
-    rounded = true_div(pl.when(up).then(low + 1.0).otherwise(low), scale)
-    whole = ~v.is_finite() | (product >= 2.0**53)
-    return pl.when(whole).then(v).when(v < 0).then(-rounded).otherwise(rounded)
+    s_high, s_low = _split_constant(scale)
+    names = list(columns)
+
+    def step(name: str, part: str) -> str:
+        return f"__py_round_{part}__{name}"
+
+    def col(name: str, part: str) -> pl.Expr:
+        return pl.col(step(name, part))
+
+    stages: list[dict[str, pl.Expr]] = [
+        {step(n, "m"): pl.col(n).abs() for n in names},
+        {step(n, "p"): col(n, "m") * scale for n in names}
+        | {step(n, "c"): col(n, "m") * _SPLITTER for n in names},
+        {step(n, "hi"): col(n, "c") - (col(n, "c") - col(n, "m")) for n in names}
+        | {step(n, "k"): col(n, "p").floor() for n in names},
+        {step(n, "lo"): col(n, "m") - col(n, "hi") for n in names},
+        {
+            step(n, "e"): (
+                ((col(n, "hi") * s_high - col(n, "p")) + col(n, "hi") * s_low)
+                + col(n, "lo") * s_high
+            )
+            + col(n, "lo") * s_low
+            for n in names
+        },
+        {step(n, "d"): ((col(n, "p") - col(n, "k")) - 0.5) + col(n, "e") for n in names},
+        {step(n, "r"): true_div(_half_even(col(n, "k"), col(n, "d")), scale) for n in names},
+        {
+            n: pl.when(~pl.col(n).is_finite() | (col(n, "p") >= _WHOLE))
+            .then(pl.col(n))
+            .when(pl.col(n) < 0)
+            .then(-col(n, "r"))
+            .otherwise(col(n, "r"))
+            for n in names
+        },
+    ]
+    staged = frame.with_columns(**columns)
+    for stage in stages:
+        staged = staged.with_columns(**stage)
+    return staged.drop([name for stage in stages[:-1] for name in stage])
+
+
+def _half_even(low: pl.Expr, distance: pl.Expr) -> pl.Expr:
+    """``low`` or ``low + 1`` by the sign of the distance to the half; a tie goes to even."""
+    up = (distance > 0.0) | ((distance == 0.0) & ((low % 2.0) == 1.0))
+    return pl.when(up).then(low + 1.0).otherwise(low)

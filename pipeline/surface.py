@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.expr import clamp, lerp, lerp01, py_round, true_div
+from pipeline.expr import clamp, lerp, lerp01, true_div, with_py_round
 from pipeline.rubric import Rubric
 from pipeline.sql import run_sql
 from schemas import polars_schema
@@ -624,14 +624,6 @@ def _div(x: pl.Expr, y: float, shown: bool) -> pl.Expr:
     return true_div(x, y) if shown else x / y
 
 
-def with_rounded(frame: pl.LazyFrame, decimals: int, **columns: pl.Expr) -> pl.LazyFrame:
-    """``frame`` with ``columns`` added, each rounded Python's way. Computed in one step and
-    rounded in the next: ``py_round`` reads its input many times, so rounding an
-    expression that holds another rounding would repeat the inner one's plan geometrically."""
-    staged = frame.with_columns(**columns)
-    return staged.with_columns(py_round(pl.col(name), decimals).alias(name) for name in columns)
-
-
 def with_shown_lerps(
     frame: pl.LazyFrame, tokens_per_tool_avg: str, tokens: str, s: Mapping[str, Any]
 ) -> pl.LazyFrame:
@@ -654,7 +646,7 @@ def with_shown_lerps(
         .otherwise(pl.col(name))
         for name, (value, good, bad) in anchors.items()
     }
-    return with_rounded(frame, SCORE_DECIMALS, **between).with_columns(**ends)
+    return with_py_round(frame, SCORE_DECIMALS, **between).with_columns(**ends)
 
 
 def token_cost_surface_severity(s: Mapping[str, Any], shown: bool = False) -> pl.Expr:
@@ -769,7 +761,7 @@ def severity_shown(findings: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
     every kind; a no-op on the fixed ones (0.9, 0.45, ... are 3-decimal already)."""
     lerps = with_shown_lerps(findings, "tokens_per_tool_avg", "tokens", rubric.surface)
     severity = finding_severity(rubric, shown=True).alias("severity_display")
-    return with_rounded(lerps, SEVERITY_DECIMALS, severity_display=severity).drop(
+    return with_py_round(lerps, SEVERITY_DECIMALS, severity_display=severity).drop(
         "per_tool_lerp", "total_lerp"
     )
 
@@ -893,8 +885,8 @@ def with_context_efficiency_shown(
     )
     shave = clamp(true_div(pl.col(injector_tokens), s["injector_tokens_scale"]))
     shaved = _floored(pl.col("context_efficiency_display") - shave * s["injector_points"])
-    frame = with_rounded(frame, SCORE_DECIMALS, context_efficiency_display=blended)
-    return with_rounded(frame, SCORE_DECIMALS, context_efficiency_display=shaved)
+    frame = with_py_round(frame, SCORE_DECIMALS, context_efficiency_display=blended)
+    return with_py_round(frame, SCORE_DECIMALS, context_efficiency_display=shaved)
 
 
 def surface_redundancy_display(
@@ -939,7 +931,7 @@ def selection_robustness_display(
 
 def overall_display_parts(weights: Mapping[str, float]) -> dict[str, pl.Expr]:
     """CONTRACT 5's overall as mcp-xray takes it, before its rounding (``overall_display``
-    = ``py_round(shown_numerator / shown_denominator, 1)``): its weights are fractions of 1
+    = ``shown_numerator / shown_denominator`` rounded to 1 decimal): its weights are fractions of 1
     (0.30, 0.25, 0.15...: the rubric's divided by their total, the same doubles), summed in
     its dimension order over the shown dimensions; when nothing is measured it divides by 1,
     showing 0.0."""
@@ -1106,7 +1098,7 @@ def _with_dimensions_shown(table: pl.LazyFrame, s: Mapping[str, Any]) -> pl.Lazy
     n, c = pl.col("n_tools"), pl.col
     table = with_shown_lerps(table, "tokens_per_tool_avg", "tokens", s)
     table = with_context_efficiency_shown(table, "injector_tokens_shown", s)
-    return with_rounded(
+    return with_py_round(
         table,
         SCORE_DECIMALS,
         surface_redundancy_display=surface_redundancy_display(
@@ -1140,7 +1132,7 @@ def _grade(table: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
         **overall_display_parts(rubric.surface_weights),
     )
     shown = true_div(pl.col("shown_numerator"), pl.col("shown_denominator"))
-    table = with_rounded(table, SCORE_DECIMALS, overall_display=shown).with_columns(
+    table = with_py_round(table, SCORE_DECIMALS, overall_display=shown).with_columns(
         letter=letter_grade(pl.col("overall_display"), s["letter_bands"])
     )
     # Judged on the shown values, the ones the report holds: equal for a genuine report.

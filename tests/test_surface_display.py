@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 
-from pipeline.expr import py_round, true_div
+from pipeline.expr import true_div, with_py_round
 from pipeline.rubric import parse_rubric
 from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_surfaces
 from schemas import checked
@@ -38,6 +38,11 @@ EXPECTED = json.loads((FIXTURES / "mcp-xray-expected.json").read_text())["report
 def one(expr: pl.Expr, **columns: list[Any]) -> list[Any]:
     frame = pl.DataFrame(columns, schema={k: pl.Float64 for k in columns})
     return frame.lazy().select(expr).collect().to_series().to_list()
+
+
+def py_round(xs: list[float], decimals: int) -> list[float]:
+    frame = pl.LazyFrame({"x": xs}, schema={"x": pl.Float64})
+    return with_py_round(frame, decimals, r=pl.col("x")).collect()["r"].to_list()
 
 
 # ------------------------------------------------------------------------ py_round
@@ -67,13 +72,13 @@ def one(expr: pl.Expr, **columns: list[Any]) -> list[Any]:
         (100.0, 1, 100.0),
     ],
 )
-def test_py_round_by_hand(x: float, decimals: int, expected: float) -> None:
-    assert one(py_round(pl.col("x"), decimals), x=[x]) == [expected]
+def test_with_py_round_by_hand(x: float, decimals: int, expected: float) -> None:
+    assert py_round([x], decimals) == [expected]
     assert round(x, decimals) == expected  # the hand value is Python's
 
 
 def test_polars_round_is_not_pythons() -> None:
-    # why py_round exists: Polars rounds x * 10**d, whose own error lands on the half
+    # why with_py_round exists: Polars rounds x * 10**d, whose own error lands on the half
     assert pl.Series([4.35]).round(1, mode="half_to_even").item() == 4.4
     assert round(4.35, 1) == 4.3
 
@@ -88,9 +93,8 @@ def test_polars_round_is_not_pythons() -> None:
     ),
     decimals=st.integers(0, 4),
 )
-def test_py_round_equals_python_round(xs: list[float], decimals: int) -> None:
-    got = one(py_round(pl.col("x"), decimals), x=xs)
-    assert got == [round(x, decimals) for x in xs]
+def test_with_py_round_equals_python_round(xs: list[float], decimals: int) -> None:
+    assert py_round(xs, decimals) == [round(x, decimals) for x in xs]
 
 
 @settings(max_examples=200, deadline=None)
