@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import lake as lk
+from schemas import polars_schema
+from schemas.registry import SCORED
 
 MANIFESTS = "_parts"
 LEDGER = "ledger"
@@ -49,6 +51,18 @@ def _rows(path: Path) -> int | None:
     except (OSError, ValueError, pa.ArrowException):
         return None
     return rows
+
+
+def _missing_columns(path: Path) -> list[str]:
+    """Columns the score table's model has and the file lacks (none for an unknown table)."""
+    model = SCORED.get(path.parent.name)
+    if model is None:
+        return []
+    try:
+        present = set(pq.read_schema(path).names)
+    except (OSError, ValueError, pa.ArrowException):
+        return []
+    return [name for name in polars_schema(model) if name not in present]
 
 
 def _part_problem(lake: Path, part: str, document: dict[str, Any]) -> str | None:
@@ -89,13 +103,19 @@ def check_and_repair(lake: Path) -> Repair:
             if path.stem != EMPTY_STEM and path.stem not in whole:
                 doomed.append(path)
     for path in _score_files(lake):
-        if path.stem == EMPTY_STEM:
-            continue
-        if path.stem not in whole:
+        if path.stem != EMPTY_STEM and path.stem not in whole:
             doomed.append(path)
-        elif _rows(path) is None:
+        elif path.stem != EMPTY_STEM and _rows(path) is None:
             doomed.append(path)
             repair.problems.append(f"{path} is not a readable Parquet file; it is scored again")
+        elif missing := _missing_columns(path):
+            # Written before the score table gained columns: the views would lack them.
+            doomed.append(path)
+            if path.stem != EMPTY_STEM:
+                repair.problems.append(
+                    f"{path} lacks {', '.join(missing)} (an older version wrote it); "
+                    "it is scored again"
+                )
     if not broken and not doomed:
         return repair
     ledger: dict[str, dict[str, Any]] = lk.read_json(lk.state_path(lake, LEDGER), {})

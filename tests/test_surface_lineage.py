@@ -152,3 +152,38 @@ def test_rescore_diff_shows_the_same_after_the_change(lake: Path, tmp_path: Path
     diff = json.loads(result.output)
     assert diff["surface_changes"] == EXPECTED_CHANGES
     assert diff["letter_distribution"] == EXPECTED_LETTERS
+
+
+def test_score_files_from_before_the_display_columns_are_scored_again(lake: Path) -> None:
+    # an older version wrote surface_scores without overall_display and friends: the next run
+    # notices (the views would lack the columns), removes them and scores those parts again
+    import polars as pl
+
+    files = [p for p in (lake / "scores").glob("*/surface_scores/*.parquet")]
+    assert files
+    for path in files:
+        old = pl.read_parquet(path).drop(
+            "overall_display", "nothing_measured", "context_efficiency_display"
+        )
+        old.write_parquet(path)
+    result = runner.invoke(app, ["run", str(lake / "nothing-new"), "--lake", str(lake)])
+    assert result.exit_code == 2  # no such input: nothing was touched
+    empty = lake.parent / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["run", str(empty), "--lake", str(lake)])
+    assert result.exit_code == 0, result.output
+    shown = runner.invoke(
+        app,
+        [
+            "query",
+            "select server, overall_display, letter from surface_runs order by server",
+            "--lake",
+            str(lake),
+            "--json",
+        ],
+    )
+    assert json.loads(shown.output) == [
+        {"server": "good", "overall_display": 100.0, "letter": "A+"},
+        {"server": "mid", "overall_display": 88.0, "letter": "B+"},
+        {"server": "weak", "overall_display": 75.5, "letter": "C"},
+    ]
