@@ -313,6 +313,49 @@ def rescore_diff(
     lineage.print_diff(console, lineage.rescore_diff(lake, rubric_from, rubric_to), as_json=as_json)
 
 
+@app.command("surface-diff")
+def surface_diff(
+    server: Annotated[str, typer.Option("--server", help="server.name (else its fingerprint).")],
+    from_version: Annotated[
+        str | None, typer.Option("--from", help="Earlier version (default: the second latest).")
+    ] = None,
+    to_version: Annotated[
+        str | None, typer.Option("--to", help="Later version (default: the latest).")
+    ] = None,
+    lake: LakeOption = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    fail_on_new: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on-new",
+            help="Exit 1 when a new or worse finding reaches this severity: "
+            "low, medium (>= 0.4), high (>= 0.7) or a number in [0, 1].",
+        ),
+    ] = None,
+    sarif: Annotated[
+        Path | None, typer.Option("--sarif", help="Write the findings as SARIF 2.1.0.")
+    ] = None,
+) -> None:
+    """Findings new, resolved, worse or better between two versions of an MCP server."""
+    from pipeline import surface_diff as sd
+
+    try:
+        code = sd.run_surface_diff(
+            lake=lake,
+            server=server,
+            from_version=from_version,
+            to_version=to_version,
+            as_json=as_json,
+            fail_on_new=fail_on_new,
+            sarif=sarif,
+            console=console,
+        )
+    except sd.DiffUsageError as exc:
+        errors.print(f"[bold red]usage:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
+    raise typer.Exit(code)
+
+
 @app.command()
 def simulate(
     out: Annotated[Path, typer.Option("--out", help="Folder to write.")] = DEFAULT_SAMPLE,

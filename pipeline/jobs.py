@@ -600,14 +600,20 @@ def dry_run(lake: Path, rubric: Rubric | None = None) -> RescoreDiff:
         rubric = lake_rubric(lake, rubric)
         if before is None:
             raise lk.InputError(f"the lake {lake} has no scores yet to compare a rubric against")
-        parts = landed_parts(lake, "task_runs")
-        frames = [score_part(lake, part, rubric)["task_scores"] for part in parts]
-        after = (
-            pl.concat(frames)
-            if frames
-            else pl.DataFrame(schema=polars_schema(SCORED["task_scores"]))
+        scored = [score_part(lake, part, rubric) for part in all_parts(lake)]
+
+        def after(table: str) -> pl.LazyFrame:
+            frames = [tables[table] for tables in scored if table in tables]
+            empty = pl.DataFrame(schema=polars_schema(SCORED[table]))
+            return (pl.concat(frames) if frames else empty).lazy()
+
+        return rescore_diff(
+            lake,
+            before.rubric_id,
+            rubric.rubric_id,
+            after=after("task_scores"),
+            surface_after=after("surface_scores"),
         )
-        return rescore_diff(lake, before.rubric_id, rubric.rubric_id, after=after.lazy())
 
 
 def run(

@@ -2,13 +2,14 @@
 
 Scores are kept per rubric_id, so two rubrics' scores of the same runs can be
 set side by side: how many runs changed score or pass/fail, by env type, and
-how the order of agent versions by mean score moved.
+how the order of agent versions by mean score moved; for surface grades, which
+servers' overall or letter moved and how the fleet's letter distribution moved.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -24,12 +25,36 @@ from schemas.registry import LANDED, SCORED
 SCORE_TOLERANCE = 1e-12
 
 
+def _empty(schema: pl.Schema) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+# The surface tables of a diff: each server's latest version whose overall or letter moved,
+# and the fleet's letter counts under each rubric.
+SURFACE_CHANGE_SCHEMA = pl.Schema(
+    {
+        "server": pl.String,
+        "server_version": pl.String,
+        "overall_from": pl.Float64,
+        "overall_to": pl.Float64,
+        "overall_change": pl.Float64,
+        "letter_from": pl.String,
+        "letter_to": pl.String,
+    }
+)
+LETTER_SCHEMA = pl.Schema(
+    {"letter": pl.String, "servers_from": pl.Int64, "servers_to": pl.Int64, "moved": pl.Int64}
+)
+
+
 @dataclass(frozen=True)
 class RescoreDiff:
     rubric_from: str
     rubric_to: str
     by_env_type: pl.DataFrame
     ranking: pl.DataFrame
+    surface_changes: pl.DataFrame = field(default_factory=lambda: _empty(SURFACE_CHANGE_SCHEMA))
+    letter_distribution: pl.DataFrame = field(default_factory=lambda: _empty(LETTER_SCHEMA))
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -37,6 +62,8 @@ class RescoreDiff:
             "to": self.rubric_to,
             "by_env_type": self.by_env_type.to_dicts(),
             "ranking": self.ranking.to_dicts(),
+            "surface_changes": self.surface_changes.to_dicts(),
+            "letter_distribution": self.letter_distribution.to_dicts(),
         }
 
 
@@ -95,17 +122,121 @@ def _paired(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame) -> pl
     )
 
 
+def surface_scores_of(lake: Path, rubric_id: str) -> pl.LazyFrame:
+    return lk.scan_table(
+        lk.score_dir(lake, rubric_id, "surface_scores"), polars_schema(SCORED["surface_scores"])
+    )
+
+
+def latest_versions(surface_runs: pl.LazyFrame) -> pl.LazyFrame:
+    """Each server's latest report (the by_server view's rule: generated_at, then batch_id,
+    then run_id), the fleet a surface rubric change is judged on."""
+    return (
+        surface_runs.select("run_id", "server", "server_version", "generated_at", "batch_id")
+        .sort(["generated_at", "batch_id", "run_id"], descending=True, nulls_last=True)
+        .group_by("server", maintain_order=True)
+        .first()
+        .select("run_id", "server", "server_version")
+    )
+
+
+def _surface_paired(
+    surface_runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame
+) -> pl.LazyFrame:
+    keep = ["run_id", "overall_display", "letter"]
+    return (
+        latest_versions(surface_runs)
+        .join(before.select(keep), on="run_id")
+        .join(after.select(keep), on="run_id", suffix="_to")
+        .rename({"overall_display": "overall_from", "letter": "letter_from"})
+        .rename({"overall_display_to": "overall_to"})
+    )
+
+
+def surface_grade_changes(
+    surface_runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame
+) -> pl.LazyFrame:
+    """Servers (latest version) whose shown overall or letter differs between the rubrics,
+    by how much (shown overall, to minus from), the largest moves first."""
+    paired = _surface_paired(surface_runs, before, after)
+    moved = (pl.col("overall_to") != pl.col("overall_from")) | (
+        pl.col("letter_to") != pl.col("letter_from")
+    )
+    return (
+        paired.filter(moved)
+        .with_columns(overall_change=(pl.col("overall_to") - pl.col("overall_from")).round(1))
+        .sort([pl.col("overall_change").abs(), "server"], descending=[True, False])
+        .select(list(SURFACE_CHANGE_SCHEMA))
+        .cast(SURFACE_CHANGE_SCHEMA)
+    )
+
+
+def letter_distribution(
+    surface_runs: pl.LazyFrame,
+    before: pl.LazyFrame,
+    after: pl.LazyFrame,
+    letters: list[str],
+) -> pl.LazyFrame:
+    """How many servers (latest version) hold each letter under each rubric, best first."""
+    paired = _surface_paired(surface_runs, before, after)
+    counts = [
+        paired.group_by(pl.col(column).alias("letter")).agg(pl.len().cast(pl.Int64).alias(name))
+        for column, name in (("letter_from", "servers_from"), ("letter_to", "servers_to"))
+    ]
+    order = pl.LazyFrame({"letter": letters, "rank": list(range(len(letters)))})
+    return (
+        order.join(counts[0], on="letter", how="left")
+        .join(counts[1], on="letter", how="left")
+        .with_columns(pl.col("servers_from", "servers_to").fill_null(0))
+        .filter((pl.col("servers_from") > 0) | (pl.col("servers_to") > 0))
+        .with_columns(moved=pl.col("servers_to") - pl.col("servers_from"))
+        .sort("rank")
+        .select(list(LETTER_SCHEMA))
+        .cast(LETTER_SCHEMA)
+    )
+
+
 def rescore_diff(
-    lake: Path, rubric_from: str, rubric_to: str, after: pl.LazyFrame | None = None
+    lake: Path,
+    rubric_from: str,
+    rubric_to: str,
+    after: pl.LazyFrame | None = None,
+    surface_after: pl.LazyFrame | None = None,
+    letters: list[str] | None = None,
 ) -> RescoreDiff:
-    """The diff between two rubrics' stored scores (or ``after``, for a dry run)."""
+    """The diff between two rubrics' stored scores (or ``after`` and ``surface_after``, the
+    task and surface scores of a dry run). ``letters``: the letters, best first (by default
+    the letters either rubric gave, in alphabetical order, which is best first too)."""
     runs = lk.scan_table(lk.table_dir(lake, "task_runs"), polars_schema(LANDED["task_runs"]))
+    surface_runs = lk.scan_table(
+        lk.table_dir(lake, "surface_runs"), polars_schema(LANDED["surface_runs"])
+    )
     before = scores_of(lake, rubric_from)
     target = after if after is not None else scores_of(lake, rubric_to)
-    by_env, ranking = pl.collect_all(
-        [diff_by_env_type(runs, before, target), ranking_moves(runs, before, target)]
+    surface_before = surface_scores_of(lake, rubric_from)
+    surface_target = (
+        surface_after if surface_after is not None else surface_scores_of(lake, rubric_to)
     )
-    return RescoreDiff(rubric_from, rubric_to, by_env, ranking)
+    order = letters if letters is not None else _letters_seen(surface_before, surface_target)
+    by_env, ranking, surface, distribution = pl.collect_all(
+        [
+            diff_by_env_type(runs, before, target),
+            ranking_moves(runs, before, target),
+            surface_grade_changes(surface_runs, surface_before, surface_target),
+            letter_distribution(surface_runs, surface_before, surface_target, order),
+        ]
+    )
+    return RescoreDiff(rubric_from, rubric_to, by_env, ranking, surface, distribution)
+
+
+def _letters_seen(before: pl.LazyFrame, after: pl.LazyFrame) -> list[str]:
+    """A+ < A < A- < B+ ... < F in the order letters sort with '+' before '-' (ASCII)."""
+    seen = pl.concat([before.select("letter"), after.select("letter")]).unique().collect()
+    return sorted(seen["letter"].drop_nulls().to_list(), key=_letter_key)
+
+
+def _letter_key(letter: str) -> tuple[str, int]:
+    return letter[:1], {"+": 0, "": 1, "-": 2}.get(letter[1:], 3)
 
 
 def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
@@ -124,6 +255,24 @@ def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
     for row in diff.ranking.rows():
         moves.add_row(*(_cell(value) for value in row))
     print_table(console, moves)
+    if diff.surface_changes.is_empty() and diff.letter_distribution.is_empty():
+        return
+    _print_frame(
+        console,
+        diff.surface_changes,
+        f"surface grades that move ({diff.surface_changes.height} server(s), latest version)",
+        left=("server", "server_version", "letter_from", "letter_to"),
+    )
+    _print_frame(console, diff.letter_distribution, "fleet letters", left=("letter",))
+
+
+def _print_frame(console: Console, frame: pl.DataFrame, title: str, left: tuple[str, ...]) -> None:
+    table = Table(title=title)
+    for column in frame.columns:
+        table.add_column(column, justify="left" if column in left else "right")
+    for row in frame.rows():
+        table.add_row(*(_cell(value) for value in row))
+    print_table(console, table)
 
 
 def _cell(value: object) -> str:

@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import lake as lk
+from schemas import polars_schema
+from schemas.registry import SCORED
 
 MANIFESTS = "_parts"
 LEDGER = "ledger"
@@ -53,6 +55,18 @@ def _rows(path: Path) -> int | None:
     return rows
 
 
+def _missing_columns(path: Path) -> list[str]:
+    """Columns the score table's model has and the file lacks (none for an unknown table)."""
+    model = SCORED.get(path.parent.name)
+    if model is None:
+        return []
+    try:
+        present = set(pq.read_schema(path).names)
+    except (OSError, ValueError, pa.ArrowException):
+        return []
+    return [name for name in polars_schema(model) if name not in present]
+
+
 def _part_problem(lake: Path, part: str, document: dict[str, Any]) -> str | None:
     for table, rows in document["tables"].items():
         path = lk.table_dir(lake, table) / f"{part}.parquet"
@@ -82,6 +96,8 @@ class Survey:
     # Landed files of broken parts, and score files of no part that is whole.
     strays: list[Path]
     unreadable_scores: list[Path]
+    # Score files an older version wrote, lacking columns the views now read.
+    outdated_scores: list[tuple[Path, list[str]]] = field(default_factory=list)
 
 
 def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
@@ -123,6 +139,7 @@ def survey(lake: Path) -> Survey:
                 orphans.setdefault(path.stem, []).append(path)
     whole = (set(manifests) - set(broken)) | set(orphans)
     unreadable: list[Path] = []
+    outdated: list[tuple[Path, list[str]]] = []
     for path in _score_files(lake):
         if path.stem == EMPTY_STEM:
             continue
@@ -130,7 +147,9 @@ def survey(lake: Path) -> Survey:
             strays.append(path)
         elif _rows(path) is None:
             unreadable.append(path)
-    return Survey(manifests, broken, orphans, strays, unreadable)
+        elif missing := _missing_columns(path):
+            outdated.append((path, missing))
+    return Survey(manifests, broken, orphans, strays, unreadable, outdated)
 
 
 def part_problems(lake: Path) -> list[str]:
@@ -144,6 +163,7 @@ def part_problems(lake: Path) -> list[str]:
         ]
         + [f"{path} belongs to no whole part" for path in found.strays]
         + [f"{path} is not a readable Parquet file" for path in found.unreadable_scores]
+        + [f"{path} lacks {', '.join(missing)}" for path, missing in found.outdated_scores]
     )
 
 
@@ -154,7 +174,7 @@ def check_and_repair(lake: Path) -> Repair:
     broken = dict(found.broken)
     rebuilt: dict[str, dict[str, Any]] = {}
     lost_sources: set[str] = set()
-    doomed = found.strays + found.unreadable_scores
+    doomed = found.strays + found.unreadable_scores + [path for path, _ in found.outdated_scores]
     for part, files in found.orphans.items():
         document = _rebuilt_manifest(files)
         if document is None:
@@ -169,6 +189,11 @@ def check_and_repair(lake: Path) -> Repair:
     repair.problems.extend(
         f"{path} is not a readable Parquet file; it is scored again"
         for path in found.unreadable_scores
+    )
+    # Written before the score table gained columns: the views would lack them.
+    repair.problems.extend(
+        f"{path} lacks {', '.join(missing)} (an older version wrote it); it is scored again"
+        for path, missing in found.outdated_scores
     )
     if not broken and not doomed and not rebuilt:
         return repair

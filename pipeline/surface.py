@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.expr import clamp, lerp, lerp01
+from pipeline.expr import clamp, lerp, lerp01, true_div, with_py_round
 from pipeline.rubric import Rubric
 from pipeline.sql import run_sql
 from schemas import polars_schema
@@ -39,10 +39,24 @@ NOISE_PROBE = "noise"
 FAIL_LETTER = "F"
 # mcp-xray's own run-id length bound for task grades, applied to a report's own run_id.
 MAX_RUN_ID_CHARS = 256
-# Half-up rounding must not turn 89.95 (stored as 89.94999...) into 89.9.
-HALF_UP_EPSILON = 1e-9
+# A float-noise allowance on the agreement tolerance (|shown - reported| <= 0.1).
+AGREEMENT_EPSILON = 1e-9
+# Where mcp-xray rounds (CONTRACT 5): severities to 3 decimals, scores to 1.
+SEVERITY_DECIMALS = 3
+SCORE_DECIMALS = 1
+# mcp-xray's order of the dimensions (its DIMENSIONS table): the overall's sums are taken
+# in this order, so that the shown overall equals its own to the last bit.
+XRAY_DIMENSION_ORDER = (
+    "context_efficiency",
+    "surface_redundancy",
+    "schema_hygiene",
+    "description_quality",
+    "selection_robustness",
+)
 # The reason lists the first few problems of a report; the count says how many more.
 MAX_REASONS = 8
+# CONTRACT 3: a run_id made for a report whose server.version is null says so.
+UNVERSIONED = "unversioned"
 # CONTRACT 5: an unphased server's by_phase row is "named all".
 ALL_PHASES = "all"
 SHOWN_VALUE_CHARS = 80
@@ -192,12 +206,21 @@ def _problem(check: Check, where: pl.Expr) -> pl.Expr:
     present = _present(check.name)
     return (
         pl.when(applies.fill_null(False) & ~present & required.fill_null(False))
-        .then(pl.format("{} is missing: expected {}", where, pl.lit(check.expect.value)))
+        .then(
+            pl.format(
+                "{} is {}: expected {}", where, _absence(check.name), pl.lit(check.expect.value)
+            )
+        )
         .when(applies.fill_null(False) & present & ~_valid(check.name, check.expect))
         .then(
             pl.format("{} = {}: expected {}", where, _shown(check.name), pl.lit(check.expect.value))
         )
     )
+
+
+def _absence(name: str) -> pl.Expr:
+    """How a field is not there: "null" when the key holds JSON null, "missing" when absent."""
+    return pl.when(_type(name) == "NULL").then(pl.lit("null")).otherwise(pl.lit("missing"))
 
 
 def _problems(checks: Sequence[Check], where: Mapping[str, pl.Expr]) -> pl.Expr:
@@ -212,8 +235,10 @@ def _run_checks() -> list[Check]:
     return [
         Check("run_id", "run_id", Expect.NON_EMPTY),
         Check("server", "server", Expect.OBJECT, required=True),
-        Check("server_name", "server.name", Expect.NON_EMPTY, required=True, applies=server),
-        Check("server_version", "server.version", Expect.NON_EMPTY, True, server),
+        # CONTRACT 3: name and version may be null (a bare tool dump); the server key then
+        # falls back to the fingerprint (``_server_key_problem``).
+        Check("server_name", "server.name", Expect.NON_EMPTY, applies=server),
+        Check("server_version", "server.version", Expect.NON_EMPTY, applies=server),
         Check("server_fingerprint", "server.fingerprint", Expect.STRING, applies=server),
         Check("server_tool_count", "server.tool_count", Expect.COUNT, applies=server),
         Check("findings", "findings", Expect.ARRAY, required=True),
@@ -228,6 +253,29 @@ def _run_checks() -> list[Check]:
         Check("headline_worst_phase", "headline.worst_phase", Expect.STRING, applies=headline),
         Check("headline_phase_tokens", "headline.phase_tokens", Expect.OBJECT, applies=headline),
     ]
+
+
+def _server_key() -> pl.Expr:
+    """CONTRACT 3: the server key is server.name, else server.fingerprint."""
+    fingerprint = pl.when(_value("server_fingerprint").str.len_chars() > 0).then(
+        _text("server_fingerprint")
+    )
+    return pl.coalesce(_text("server_name"), fingerprint)
+
+
+def _server_key_problem() -> pl.Expr:
+    """A server object without a name must have a fingerprint to be told apart by."""
+    no_key = (_type("server") == "OBJECT") & ~_present("server_name") & _server_key().is_null()
+    return pl.when(no_key).then(
+        pl.format(
+            "server.name is {} and server.fingerprint is {}: expected a non-empty string in "
+            "one of them (the server key is server.name, else server.fingerprint)",
+            _absence("server_name"),
+            pl.when(_present("server_fingerprint"))
+            .then(pl.format("{}", _shown("server_fingerprint")))
+            .otherwise(_absence("server_fingerprint")),
+        )
+    )
 
 
 def _generated_at_problem() -> pl.Expr:
@@ -247,9 +295,12 @@ def _generated_at_problem() -> pl.Expr:
     return (
         pl.when(~top & ~nested & ~_present("run_id"))
         .then(
-            pl.lit(
-                f"generated_at is missing: expected {expected} (the report has no run_id, "
-                "so run_id is <server.name>@<server.version>@<generated_at>)"
+            pl.format(
+                "generated_at is {}: expected {} (the report has no run_id, so run_id is "
+                '<server.name or server.fingerprint>@<server.version or "unversioned">'
+                "@<generated_at>)",
+                _absence("generated_at"),
+                pl.lit(expected),
             )
         )
         .when((top | nested) & ~parsed.fill_null(False))
@@ -362,13 +413,13 @@ def _finding_problems() -> pl.Expr:
 
 def _landed_runs(fields: pl.DataFrame) -> pl.DataFrame:
     generated_text = pl.coalesce(_text("generated_at"), _text("server_generated_at"))
+    version = pl.coalesce(_text("server_version"), pl.lit(UNVERSIONED))
     run_id = pl.coalesce(
-        _text("run_id"),
-        pl.format("{}@{}@{}", _text("server_name"), _text("server_version"), generated_text),
+        _text("run_id"), pl.format("{}@{}@{}", _server_key(), version, generated_text)
     )
     return fields.select(
         run_id=run_id,
-        server=_text("server_name"),
+        server=_server_key(),
         server_version=_text("server_version"),
         fingerprint=_text("server_fingerprint"),
         tool_count=_count("server_tool_count"),
@@ -499,6 +550,7 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
     run_problems = pl.concat_list(
         [
             _problems(run_checks, {c.name: pl.lit(c.path) for c in run_checks}),
+            _server_key_problem(),
             _generated_at_problem(),
             _run_id_length_problem(),
         ]
@@ -567,11 +619,43 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
 # ----------------------------------------------------------------------------- severity
 
 
-def token_cost_surface_severity(s: Mapping[str, Any]) -> pl.Expr:
-    """CONTRACT 3: token_cost, scope surface: "1 − lerp01(tokens_per_tool_avg, 150, 600)"."""
-    return 1.0 - lerp01(
-        pl.col("tokens_per_tool_avg"), s["tokens_per_tool_good"], s["tokens_per_tool_bad"]
-    )
+def _div(x: pl.Expr, y: float, shown: bool) -> pl.Expr:
+    """Shown values divide as Python does (one rounding); stored ones as Polars does."""
+    return true_div(x, y) if shown else x / y
+
+
+def with_shown_lerps(
+    frame: pl.LazyFrame, tokens_per_tool_avg: str, tokens: str, s: Mapping[str, Any]
+) -> pl.LazyFrame:
+    """mcp-xray's two lerp scores of context efficiency, as columns ``per_tool_lerp`` and
+    ``total_lerp``: 100 at or below good, 0 at or above bad, in between ``100 × (1 − (value
+    − good) / (bad − good))`` rounded to one decimal."""
+    anchors = {
+        "per_tool_lerp": (tokens_per_tool_avg, s["tokens_per_tool_good"], s["tokens_per_tool_bad"]),
+        "total_lerp": (tokens, s["surface_tokens_good"], s["surface_tokens_bad"]),
+    }
+    between = {
+        name: 100.0 * (1.0 - true_div(pl.col(value) - good, pl.lit(bad) - good))
+        for name, (value, good, bad) in anchors.items()
+    }
+    ends = {
+        name: pl.when(pl.col(value) <= good)
+        .then(pl.lit(100.0))
+        .when(pl.col(value) >= bad)
+        .then(pl.lit(0.0))
+        .otherwise(pl.col(name))
+        for name, (value, good, bad) in anchors.items()
+    }
+    return with_py_round(frame, SCORE_DECIMALS, **between).with_columns(**ends)
+
+
+def token_cost_surface_severity(s: Mapping[str, Any], shown: bool = False) -> pl.Expr:
+    """CONTRACT 3: token_cost, scope surface: "1 − lerp01(tokens_per_tool_avg, 150, 600)";
+    shown, from the column ``per_tool_lerp`` (mcp-xray's lerp score, see ``with_shown_lerps``)."""
+    good, bad = s["tokens_per_tool_good"], s["tokens_per_tool_bad"]
+    if shown:
+        return 1.0 - true_div(pl.col("per_tool_lerp"), 100.0)
+    return 1.0 - lerp01(pl.col("tokens_per_tool_avg"), good, bad)
 
 
 def token_cost_share_severity(s: Mapping[str, Any]) -> pl.Expr:
@@ -593,10 +677,10 @@ def schema_smell_severity(s: Mapping[str, Any]) -> pl.Expr:
     )
 
 
-def merge_candidate_severity(s: Mapping[str, Any]) -> pl.Expr:
+def merge_candidate_severity(s: Mapping[str, Any], shown: bool = False) -> pl.Expr:
     """CONTRACT 3: "clamp((0.4 + clamp(tokens_saved_est/800) × 0.4) × 0.7 if wide_union
     × 0.6 if mixes_read_write)" (tokens_saved_est defaulting to 0, flags to false)."""
-    saved = clamp(pl.col("tokens_saved_est").fill_null(0.0) / s["merge_saved_scale"])
+    saved = clamp(_div(pl.col("tokens_saved_est").fill_null(0.0), s["merge_saved_scale"], shown))
     base = s["merge_base"] + saved * s["merge_saved_points"]
     wide = (
         pl.when(pl.col("wide_union").fill_null(False))
@@ -622,9 +706,9 @@ def distraction_severity() -> pl.Expr:
     return clamp(pl.col("fire_rate").fill_null(0.0))
 
 
-def hidden_injector_severity(s: Mapping[str, Any]) -> pl.Expr:
+def hidden_injector_severity(s: Mapping[str, Any], shown: bool = False) -> pl.Expr:
     """CONTRACT 3: hidden_injector "clamp(tokens_est / 1000)"."""
-    return clamp(pl.col("tokens_est").fill_null(0.0) / s["hidden_injector_scale"])
+    return clamp(_div(pl.col("tokens_est").fill_null(0.0), s["hidden_injector_scale"], shown))
 
 
 def jit_candidate_severity(s: Mapping[str, Any]) -> pl.Expr:
@@ -636,20 +720,24 @@ def jit_candidate_severity(s: Mapping[str, Any]) -> pl.Expr:
     )
 
 
-def finding_severity(rubric: Rubric) -> pl.Expr:
+def finding_severity(rubric: Rubric, shown: bool = False) -> pl.Expr:
     """CONTRACT 3's severity table as one chain over ``kind`` (seed 002: "the grader assigns
-    every finding a severity"); "anything else (result_size, a kind added later)" is 0."""
+    every finding a severity"); "anything else (result_size, a kind added later)" is 0.
+
+    ``shown``: the severity mcp-xray shows before its rounding to 3 decimals (see
+    ``severity_shown``), from its lerp score and Python's division.
+    """
     s = rubric.surface
     kind = pl.col("kind")
     chain = (
         pl.when((kind == "token_cost") & (pl.col("scope") == "surface"))
-        .then(token_cost_surface_severity(s))
+        .then(token_cost_surface_severity(s, shown))
         .when(kind == "token_cost")
         .then(token_cost_share_severity(s))
         .when(kind == "schema_smell")
         .then(schema_smell_severity(s))
         .when(kind == "merge_candidate")
-        .then(merge_candidate_severity(s))
+        .then(merge_candidate_severity(s, shown))
         .when(kind == "duplicate")
         .then(pl.lit(s["duplicate_severity"]))
         .when(kind == "selection_error")
@@ -657,7 +745,7 @@ def finding_severity(rubric: Rubric) -> pl.Expr:
         .when(kind == "distraction")
         .then(distraction_severity())
         .when(kind == "hidden_injector")
-        .then(hidden_injector_severity(s))
+        .then(hidden_injector_severity(s, shown))
         .when(kind == "resource_candidate")
         .then(pl.lit(s["resource_candidate_severity"]))
         .when(kind == "jit_candidate")
@@ -666,6 +754,16 @@ def finding_severity(rubric: Rubric) -> pl.Expr:
     )
     # "severity (0–1)": a rubric constant above 1 must not make a severity above 1.
     return clamp(chain.cast(pl.Float64)).alias("severity")
+
+
+def severity_shown(findings: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
+    """``severity_display``: the severity mcp-xray shows, rounded to 3 decimals. Applied to
+    every kind; a no-op on the fixed ones (0.9, 0.45, ... are 3-decimal already)."""
+    lerps = with_shown_lerps(findings, "tokens_per_tool_avg", "tokens", rubric.surface)
+    severity = finding_severity(rubric, shown=True).alias("severity_display")
+    return with_py_round(lerps, SEVERITY_DECIMALS, severity_display=severity).drop(
+        "per_tool_lerp", "total_lerp"
+    )
 
 
 # --------------------------------------------------------------------------- dimensions
@@ -746,20 +844,111 @@ def overall_score(weights: Mapping[str, float]) -> tuple[pl.Expr, pl.Expr]:
     return pl.when(denominator > 0).then(numerator / denominator), denominator
 
 
-def round_half_up(x: pl.Expr, decimals: int = 1) -> pl.Expr:
-    """CONTRACT 5: "the overall rounded half up to one decimal" (89.95 -> 90.0)."""
-    scale = 10.0**decimals
-    return (x * scale + 0.5 + HALF_UP_EPSILON).floor() / scale
-
-
-def letter_grade(overall: pl.Expr, bands: Mapping[str, float]) -> pl.Expr:
-    """CONTRACT 5: "A+ ≥ 97, A ≥ 93, ... D- ≥ 60, F below", on the overall rounded half up."""
-    rounded = round_half_up(overall)
+def letter_grade(overall_display: pl.Expr, bands: Mapping[str, float]) -> pl.Expr:
+    """CONTRACT 5: "A+ ≥ 97, A ≥ 93, ... D- ≥ 60, F below", read off ``overall_display``
+    (0.0, so F, when nothing is measured, as mcp-xray shows it)."""
     chain: Any = pl
     for letter, cutoff in sorted(bands.items(), key=lambda item: -item[1]):
-        chain = chain.when(rounded >= cutoff).then(pl.lit(letter))
+        chain = chain.when(overall_display >= cutoff).then(pl.lit(letter))
     graded: pl.Expr = chain.otherwise(pl.lit(FAIL_LETTER)) if bands else pl.lit(FAIL_LETTER)
-    return pl.when(overall.is_not_null()).then(graded)
+    return graded
+
+
+# ------------------------------------------------------------------- shown (mcp-xray's way)
+# CONTRACT 5: the display values are what mcp-xray shows: Python's round wherever it
+# rounds (each lerp score and each dimension step to 1 decimal, severities to 3), sums
+# taken in its order (``ordered_sum``), and Python's division (``true_div``), so that
+# each equals mcp-xray's to the last bit, not merely within 0.05.
+
+
+def _floored(x: pl.Expr) -> pl.Expr:
+    """A dimension step as mcp-xray ends it, before its rounding: never below 0 (not
+    max_horizontal, which would turn a null, not measured, into 0)."""
+    return pl.when(x < 0.0).then(0.0).otherwise(x)
+
+
+def ordered_sum(value: pl.Expr, where: pl.Expr, *order: str | pl.Expr) -> pl.Expr:
+    """Σ value over the rows where ``where`` holds, added one by one in ``order`` (Python's
+    ``sum`` over a list): a running sum's last value, since a plain sum may regroup terms."""
+    terms = pl.when(where.fill_null(False)).then(value).otherwise(0.0)
+    return terms.sort_by(list(order)).cum_sum().last()
+
+
+def with_context_efficiency_shown(
+    frame: pl.LazyFrame, injector_tokens: str, s: Mapping[str, Any]
+) -> pl.LazyFrame:
+    """``context_efficiency_display`` from the columns of ``with_shown_lerps``: ``0.6 ×
+    per-tool + 0.4 × total`` rounded, then minus the instruction shave, floored, rounded
+    again (mcp-xray shaves only when I > 0; a shave of 0 changes nothing)."""
+    blended = s["per_tool_share"] * pl.col("per_tool_lerp") + s["surface_share"] * pl.col(
+        "total_lerp"
+    )
+    shave = clamp(true_div(pl.col(injector_tokens), s["injector_tokens_scale"]))
+    shaved = _floored(pl.col("context_efficiency_display") - shave * s["injector_points"])
+    frame = with_py_round(frame, SCORE_DECIMALS, context_efficiency_display=blended)
+    return with_py_round(frame, SCORE_DECIMALS, context_efficiency_display=shaved)
+
+
+def surface_redundancy_display(
+    consolidate_ran: pl.Expr, redundancy_severity: pl.Expr, s: Mapping[str, Any]
+) -> pl.Expr:
+    penalty = clamp(true_div(redundancy_severity, s["redundancy_scale"])) * 100.0
+    return pl.when(consolidate_ran).then(_floored(100.0 - penalty))
+
+
+def schema_hygiene_display(n_tools: pl.Expr, structural_severity: pl.Expr) -> pl.Expr:
+    penalty = clamp(true_div(structural_severity, pl.max_horizontal(n_tools, 1))) * 100.0
+    return pl.when(n_tools > 0).then(_floored(100.0 - penalty))
+
+
+def description_quality_display(
+    n_tools: pl.Expr, description_severity: pl.Expr, proxy_severity: pl.Expr
+) -> pl.Expr:
+    bad = description_severity + proxy_severity
+    penalty = clamp(true_div(bad, pl.max_horizontal(n_tools, 1))) * 100.0
+    return pl.when(n_tools > 0).then(_floored(100.0 - penalty))
+
+
+def selection_robustness_display(
+    noise_ran: pl.Expr,
+    labeled_count: pl.Expr,
+    labeled_pass_rate_sum: pl.Expr,
+    proxy_count: pl.Expr,
+    n_tools: pl.Expr,
+    fire_rate_sum: pl.Expr,
+    s: Mapping[str, Any],
+) -> pl.Expr:
+    """As mcp-xray shows it: the labeled mean is not capped at 100 there, only floored."""
+    proxy_rate = clamp(true_div(proxy_count.cast(pl.Float64), pl.max_horizontal(n_tools, 1)))
+    base = (
+        pl.when(labeled_count > 0)
+        .then(true_div(labeled_pass_rate_sum, labeled_count.cast(pl.Float64)) * 100.0)
+        .otherwise(_floored(100.0 - proxy_rate * s["proxy_points"]))
+    )
+    distraction = clamp(true_div(fire_rate_sum, s["distraction_scale"])) * s["distraction_points"]
+    return pl.when(noise_ran).then(_floored(base - distraction))
+
+
+def overall_display_parts(weights: Mapping[str, float]) -> dict[str, pl.Expr]:
+    """CONTRACT 5's overall as mcp-xray takes it, before its rounding (``overall_display``
+    = ``shown_numerator / shown_denominator`` rounded to 1 decimal): its weights are fractions of 1
+    (0.30, 0.25, 0.15...: the rubric's divided by their total, the same doubles), summed in
+    its dimension order over the shown dimensions; when nothing is measured it divides by 1,
+    showing 0.0."""
+    total = sum(float(w) for w in weights.values())
+    share = {d: float(w) / total if total > 0 else float(w) for d, w in weights.items()}
+    order = [d for d in XRAY_DIMENSION_ORDER if d in share]
+    order += [d for d in share if d not in order]
+    numerator: pl.Expr = pl.lit(0.0)
+    denominator: pl.Expr = pl.lit(0.0)
+    for d in order:
+        shown = pl.col(f"{d}_display")
+        numerator = numerator + shown.fill_null(0.0) * share[d]
+        denominator = denominator + pl.when(shown.is_not_null()).then(share[d]).otherwise(0.0)
+    return {
+        "shown_numerator": numerator,
+        "shown_denominator": pl.when(denominator > 0).then(denominator).otherwise(1.0),
+    }
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -787,7 +976,30 @@ def _run_stats(findings: pl.LazyFrame, desc_smells: Sequence[str]) -> pl.LazyFra
         .fill_null(0.0)
         .filter(instructions.fill_null(False))
         .sum(),
+        **_shown_stats(desc, proxy, labeled, instructions),
     )
+
+
+def _shown_stats(
+    desc: pl.Expr, proxy: pl.Expr, labeled: pl.Expr, instructions: pl.Expr
+) -> dict[str, pl.Expr]:
+    """The sums of the shown dimensions, over shown severities, in mcp-xray's order:
+    findings in report order, except redundancy (its merge candidates, then duplicates)."""
+    kind, shown, at = pl.col("kind"), pl.col("severity_display"), "finding_index"
+    sums = {
+        "redundancy_shown": ordered_sum(
+            shown, kind.is_in(["merge_candidate", "duplicate"]), kind == "duplicate", at
+        ),
+        "structural_shown": ordered_sum(shown, (kind == "schema_smell") & ~desc, at),
+        "description_shown": ordered_sum(shown, (kind == "schema_smell") & desc, at),
+        "proxy_shown": ordered_sum(shown, proxy, at),
+        "labeled_pass_rate_sum": ordered_sum(pl.col("pass_rate").fill_null(1.0), labeled, at),
+        "fire_rate_shown": ordered_sum(
+            pl.col("fire_rate").fill_null(0.0), kind == "distraction", at
+        ),
+        "injector_tokens_shown": ordered_sum(pl.col("tokens_est").fill_null(0.0), instructions, at),
+    }
+    return sums
 
 
 def _surface_rows(findings: pl.LazyFrame) -> pl.LazyFrame:
@@ -825,31 +1037,21 @@ def _tool_names(findings: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def score_surfaces(runs: pl.LazyFrame, findings: pl.LazyFrame, rubric: Rubric) -> SurfaceScoring:
-    """Every report regraded under ``rubric``: severities, dimensions, overall, letter, phases."""
-    s = rubric.surface
-    rubric_id = pl.lit(rubric.rubric_id)
-    scored = findings.with_columns(finding_severity(rubric))
-    finding_scores = scored.select(
-        "run_id",
-        "finding_index",
-        rubric_id=rubric_id,
-        kind="kind",
-        severity="severity",
-        reported_severity="reported_severity",
-    )
-
+def _inputs(runs: pl.LazyFrame, scored: pl.LazyFrame, s: Mapping[str, Any]) -> pl.LazyFrame:
+    """Per run, what the dimensions read: sums, counts, the surface row, n, probes that ran."""
     stats = _run_stats(scored, s["description_smells"])
-    zero_filled = ["redundancy_severity", "structural_severity", "description_severity"]
-    zero_filled += ["proxy_severity", "fire_rate_sum", "injector_tokens"]
-    table = (
+    # A run without findings has no stats row: its sums and counts are 0 (a mean stays null).
+    counts = ["proxy_count", "labeled_count"]
+    sums = [c for c in stats.collect_schema().names() if c not in (*counts, "run_id")]
+    zero_filled = [c for c in sums if c != "labeled_mean_pass_rate"]
+    return (
         runs.select("run_id", "coverage_ran", "reported_overall", "reported_letter")
         .join(stats, on="run_id", how="left")
         .join(_surface_rows(scored), on="run_id", how="left")
         .join(_tool_names(scored), on="run_id", how="left")
         .with_columns(
             [pl.col(c).fill_null(0.0) for c in zero_filled]
-            + [pl.col(c).fill_null(0) for c in ("proxy_count", "labeled_count")]
+            + [pl.col(c).fill_null(0) for c in counts]
         )
         .with_columns(
             n_tools=pl.when(pl.col("finding_index").is_not_null())
@@ -863,59 +1065,105 @@ def score_surfaces(runs: pl.LazyFrame, findings: pl.LazyFrame, rubric: Rubric) -
             noise_ran=pl.col("coverage_ran").list.contains(NOISE_PROBE).fill_null(False),
         )
     )
-    n = pl.col("n_tools")
-    table = table.with_columns(
-        context_efficiency=context_efficiency_score(
-            pl.col("tokens_per_tool_avg"), pl.col("tokens"), pl.col("injector_tokens"), s
+
+
+def _dimensions(s: Mapping[str, Any]) -> dict[str, pl.Expr]:
+    """The five dimensions, unrounded (CONTRACT 5)."""
+    n, c = pl.col("n_tools"), pl.col
+    return {
+        "context_efficiency": context_efficiency_score(
+            c("tokens_per_tool_avg"), c("tokens"), c("injector_tokens"), s
         ),
-        surface_redundancy=surface_redundancy_score(
-            pl.col("consolidate_ran"), pl.col("redundancy_severity"), s
+        "surface_redundancy": surface_redundancy_score(
+            c("consolidate_ran"), c("redundancy_severity"), s
         ),
-        schema_hygiene=schema_hygiene_score(n, pl.col("structural_severity")),
-        description_quality=description_quality_score(
-            n, pl.col("description_severity"), pl.col("proxy_severity")
+        "schema_hygiene": schema_hygiene_score(n, c("structural_severity")),
+        "description_quality": description_quality_score(
+            n, c("description_severity"), c("proxy_severity")
         ),
-        selection_robustness=selection_robustness_score(
-            pl.col("noise_ran"),
-            pl.col("labeled_count"),
-            pl.col("labeled_mean_pass_rate"),
-            pl.col("proxy_count"),
+        "selection_robustness": selection_robustness_score(
+            c("noise_ran"),
+            c("labeled_count"),
+            c("labeled_mean_pass_rate"),
+            c("proxy_count"),
             n,
-            pl.col("fire_rate_sum"),
+            c("fire_rate_sum"),
+            s,
+        ),
+    }
+
+
+def _with_dimensions_shown(table: pl.LazyFrame, s: Mapping[str, Any]) -> pl.LazyFrame:
+    """The five dimensions as mcp-xray shows them (``<dimension>_display``)."""
+    n, c = pl.col("n_tools"), pl.col
+    table = with_shown_lerps(table, "tokens_per_tool_avg", "tokens", s)
+    table = with_context_efficiency_shown(table, "injector_tokens_shown", s)
+    return with_py_round(
+        table,
+        SCORE_DECIMALS,
+        surface_redundancy_display=surface_redundancy_display(
+            c("consolidate_ran"), c("redundancy_shown"), s
+        ),
+        schema_hygiene_display=schema_hygiene_display(n, c("structural_shown")),
+        description_quality_display=description_quality_display(
+            n, c("description_shown"), c("proxy_shown")
+        ),
+        selection_robustness_display=selection_robustness_display(
+            c("noise_ran"),
+            c("labeled_count"),
+            c("labeled_pass_rate_sum"),
+            c("proxy_count"),
+            n,
+            c("fire_rate_shown"),
             s,
         ),
     )
-    overall, measured_weight = overall_score(rubric.surface_weights)
-    table = table.with_columns(overall=overall, measured_weight=measured_weight)
-    delta = pl.col("overall") - pl.col("reported_overall")
-    tolerance = float(s["agreement_tolerance"]) + HALF_UP_EPSILON
-    checkable = rubric.is_default_surface
-    table = table.with_columns(
-        overall_rounded=round_half_up(pl.col("overall")),
-        letter=letter_grade(pl.col("overall"), s["letter_bands"]),
-        overall_delta=delta,
-    ).with_columns(
-        agrees_with_report=(delta.abs() <= tolerance) if checkable else pl.lit(None, pl.Boolean),
-        letter_agrees=(pl.col("letter") == pl.col("reported_letter"))
-        if checkable
-        else pl.lit(None, pl.Boolean),
-    )
-    run_scores = table.select(
-        "run_id",
-        rubric_id=rubric_id,
-        **{c: c for c in ("n_tools", "injector_tokens", *DIMENSIONS)},
-        measured_weight="measured_weight",
-        overall="overall",
-        overall_rounded="overall_rounded",
-        letter="letter",
-        worst_phase="worst_phase",
-        reported_overall="reported_overall",
-        reported_letter="reported_letter",
-        overall_delta="overall_delta",
-        agrees_with_report="agrees_with_report",
-        letter_agrees="letter_agrees",
-    ).select(list(polars_schema(SurfaceScore)))
 
+
+def _grade(table: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
+    """Overall (unrounded and shown), letter, and the agreement with the report's own."""
+    s = rubric.surface
+    overall, measured_weight = overall_score(rubric.surface_weights)
+    nothing = pl.all_horizontal([pl.col(d).is_null() for d in DIMENSIONS])
+    table = table.with_columns(
+        overall=overall,
+        measured_weight=measured_weight,
+        nothing_measured=nothing,
+        **overall_display_parts(rubric.surface_weights),
+    )
+    shown = true_div(pl.col("shown_numerator"), pl.col("shown_denominator"))
+    table = with_py_round(table, SCORE_DECIMALS, overall_display=shown).with_columns(
+        letter=letter_grade(pl.col("overall_display"), s["letter_bands"])
+    )
+    # Judged on the shown values, the ones the report holds: equal for a genuine report.
+    off = (pl.col("overall_display") - pl.col("reported_overall")).abs()
+    tolerance = float(s["agreement_tolerance"]) + AGREEMENT_EPSILON
+    checkable = rubric.is_default_surface
+    unknown = pl.lit(None, pl.Boolean)
+    return table.with_columns(
+        overall_delta=pl.col("overall") - pl.col("reported_overall"),
+        agrees_with_report=(off <= tolerance) if checkable else unknown,
+        letter_agrees=(pl.col("letter") == pl.col("reported_letter")) if checkable else unknown,
+    )
+
+
+def score_surfaces(runs: pl.LazyFrame, findings: pl.LazyFrame, rubric: Rubric) -> SurfaceScoring:
+    """Every report regraded under ``rubric``: severities, dimensions, overall, letter, phases."""
+    s = rubric.surface
+    rubric_id = pl.lit(rubric.rubric_id)
+    scored = severity_shown(findings.with_columns(finding_severity(rubric)), rubric)
+    finding_scores = scored.select(
+        "run_id",
+        "finding_index",
+        rubric_id=rubric_id,
+        kind="kind",
+        severity="severity",
+        severity_display="severity_display",
+        reported_severity="reported_severity",
+    )
+    table = _with_dimensions_shown(_inputs(runs, scored, s).with_columns(**_dimensions(s)), s)
+    table = _grade(table, rubric)
+    run_scores = table.with_columns(rubric_id=rubric_id).select(list(polars_schema(SurfaceScore)))
     phases = _phase_scores(scored, table, s).with_columns(rubric_id=rubric_id)
     return SurfaceScoring(
         runs=run_scores.cast(polars_schema(SurfaceScore)),
@@ -934,7 +1182,7 @@ def _phase_scores(scored: pl.LazyFrame, table: pl.LazyFrame, s: Mapping[str, Any
     The instruction-injector shave applies to every phase row: server instructions are
     injected whatever phase is loaded, so the worst phase's row equals the dimension.
     """
-    per_run = table.select("run_id", "injector_tokens", "worst_phase")
+    per_run = table.select("run_id", "injector_tokens", "injector_tokens_shown", "worst_phase")
     phase_rows = scored.filter(
         (pl.col("kind") == _TOKEN_COST) & (pl.col("scope") == "phase")
     ).select("run_id", "finding_index", "phase", "tool_count", "tokens", "tokens_per_tool_avg")
@@ -953,10 +1201,11 @@ def _phase_scores(scored: pl.LazyFrame, table: pl.LazyFrame, s: Mapping[str, Any
         tokens_per_tool_avg="tokens_per_tool_avg",
     )
     rows = pl.concat([phase_rows, unphased]).join(per_run, on="run_id")
+    row = pl.col("tokens_per_tool_avg"), pl.col("tokens")
+    rows = with_shown_lerps(rows, "tokens_per_tool_avg", "tokens", s)
+    rows = with_context_efficiency_shown(rows, "injector_tokens_shown", s)
     return rows.with_columns(
-        context_efficiency=context_efficiency_score(
-            pl.col("tokens_per_tool_avg"), pl.col("tokens"), pl.col("injector_tokens"), s
-        ),
+        context_efficiency=context_efficiency_score(*row, pl.col("injector_tokens"), s),
         is_worst_phase=(pl.col("phase") == ALL_PHASES)
         | (pl.col("phase") == pl.col("worst_phase")).fill_null(False),
     )

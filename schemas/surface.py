@@ -23,10 +23,11 @@ DIMENSIONS = (
 class SurfaceRun(pa.DataFrameModel):
     """One landed mcp-xray report, the fields the grade uses, and its provenance."""
 
-    # The report's own run_id, else <server.name>@<server.version>@<generated_at>.
+    # The report's own run_id, else <server>@<server.version or "unversioned">@<generated_at>.
     run_id: str = pa.Field(unique=True, str_length={"min_value": 1})
+    # The server key: server.name, else server.fingerprint (a bare tool dump has no name).
     server: str = pa.Field(str_length={"min_value": 1})
-    server_version: str = pa.Field(str_length={"min_value": 1})
+    server_version: str = pa.Field(nullable=True, str_length={"min_value": 1})
     fingerprint: str = pa.Field(nullable=True)
     # server.tool_count as the report gives it (for a phased server: the union).
     tool_count: pl.Int64 = pa.Field(nullable=True, ge=0)
@@ -103,15 +104,24 @@ class SurfaceScore(pa.DataFrameModel):
     surface_redundancy: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
     schema_hygiene: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
     description_quality: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
+    # What mcp-xray shows (CONTRACT 5): computed its way, rounding as it goes; null when
+    # not measured. Not capped at 100: mcp-xray does not cap a labeled pass-rate mean.
+    context_efficiency_display: pl.Float64 = pa.Field(nullable=True, ge=0)
+    selection_robustness_display: pl.Float64 = pa.Field(nullable=True, ge=0)
+    surface_redundancy_display: pl.Float64 = pa.Field(nullable=True, ge=0)
+    schema_hygiene_display: pl.Float64 = pa.Field(nullable=True, ge=0)
+    description_quality_display: pl.Float64 = pa.Field(nullable=True, ge=0)
     measured_weight: pl.Float64 = pa.Field(ge=0)
-    overall: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)
-    overall_rounded: pl.Float64 = pa.Field(nullable=True)  # half up, one decimal
-    letter: str = pa.Field(nullable=True)
+    overall: pl.Float64 = pa.Field(nullable=True, ge=0, le=100)  # unrounded, null: none measured
+    overall_display: pl.Float64 = pa.Field(ge=0)  # one decimal; 0.0 when nothing is measured
+    nothing_measured: bool
+    letter: str  # from overall_display
     worst_phase: str = pa.Field(nullable=True)
     reported_overall: pl.Float64 = pa.Field(nullable=True)
     reported_letter: str = pa.Field(nullable=True)
-    overall_delta: pl.Float64 = pa.Field(nullable=True)  # ours - reported
-    # Null unless the rubric is mcp-xray's own (rubric.is_default_surface) and both exist.
+    overall_delta: pl.Float64 = pa.Field(nullable=True)  # overall (unrounded) - reported
+    # |overall_display - reported| <= 0.1 and letter = reported letter; null unless the
+    # rubric is mcp-xray's own (rubric.is_default_surface) and the report has a grade.
     agrees_with_report: bool = pa.Field(nullable=True)
     letter_agrees: bool = pa.Field(nullable=True)
 
@@ -126,6 +136,7 @@ class SurfaceFindingScore(pa.DataFrameModel):
     rubric_id: str
     kind: str
     severity: pl.Float64 = pa.Field(ge=0, le=1)
+    severity_display: pl.Float64 = pa.Field(ge=0, le=1)  # mcp-xray's way, 3 decimals
     reported_severity: pl.Float64 = pa.Field(nullable=True)
 
     class Config:
@@ -145,6 +156,7 @@ class SurfacePhaseScore(pa.DataFrameModel):
     tokens: pl.Float64 = pa.Field(ge=0)
     tokens_per_tool_avg: pl.Float64 = pa.Field(ge=0)
     context_efficiency: pl.Float64 = pa.Field(ge=0, le=100)
+    context_efficiency_display: pl.Float64 = pa.Field(ge=0)
     is_worst_phase: bool
 
     class Config:

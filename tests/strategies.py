@@ -424,9 +424,17 @@ def _finding_set(key: str, value: Any, expect: Expect) -> Mutation:
     return mutate
 
 
+def _null_server_key(rng: random.Random, report: dict[str, Any]) -> tuple[bytes, Expect]:
+    # CONTRACT 3: the server key is server.name, else server.fingerprint; neither: quarantined
+    report["server"].update(name=None, fingerprint=None)
+    return _dumps(report), Expect.QUARANTINE
+
+
 SURFACE_MUTATIONS: dict[str, Mutation] = {
-    "drop_server_name": _drop(("server", "name"), Expect.QUARANTINE),
-    "drop_server_version": _drop(("server", "version"), Expect.QUARANTINE),
+    # a bare tool dump has no server name: the fingerprint is the key
+    "drop_server_name": _drop(("server", "name"), Expect.LAND),
+    "drop_server_version": _drop(("server", "version"), Expect.LAND),
+    "null_server_key": _null_server_key,
     "server_is_text": _set(("server",), "srv", Expect.QUARANTINE),
     "findings_is_object": _set(("findings",), {"a": 1}, Expect.QUARANTINE),
     "tool_count_negative": _set(("server", "tool_count"), -3, Expect.QUARANTINE),

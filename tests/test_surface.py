@@ -21,7 +21,6 @@ from pipeline.surface import (
     finding_severity,
     letter_grade,
     parse_reports,
-    round_half_up,
     score_surfaces,
 )
 from schemas import checked, polars_schema
@@ -418,13 +417,14 @@ def test_overall_weighted_over_measured_dimensions() -> None:
     assert offline["letter"] == "B-"
 
 
-def test_no_dimension_measured_gives_null_overall_and_letter() -> None:
-    # nothing ran, no findings: every dimension null, overall and letter null
+def test_no_dimension_measured_gives_null_overall_shown_as_zero_and_f() -> None:
+    # nothing ran, no findings: every dimension null, overall null; mcp-xray shows 0.0 and F
     row = grade([], ran=())
-    assert all(row[d] is None for d in DIMENSIONS)
+    assert all(row[d] is None and row[f"{d}_display"] is None for d in DIMENSIONS)
     assert row["overall"] is None
-    assert row["letter"] is None
+    assert (row["overall_display"], row["letter"], row["nothing_measured"]) == (0.0, "F", True)
     assert row["measured_weight"] == 0.0
+    assert grade([surface(1500, 2, 150)])["nothing_measured"] is False
 
 
 def test_custom_weights_renormalise_and_disable_the_agreement_check() -> None:
@@ -471,30 +471,25 @@ def test_agreement_with_the_report() -> None:
 
 
 @pytest.mark.parametrize(
-    ("overall", "rounded", "letter"),
+    ("shown", "letter"),
     [
-        (89.95, 90.0, "A-"),  # half up: 899.5 -> 900 -> 90.0
-        (89.94999, 89.9, "B+"),
-        (96.95, 97.0, "A+"),
-        (92.96, 93.0, "A"),
-        (60.0, 60.0, "D-"),
-        (59.95, 60.0, "D-"),
-        (59.94, 59.9, "F"),
-        (0.0, 0.0, "F"),
-        (100.0, 100.0, "A+"),
-        (None, None, None),
+        (90.0, "A-"),
+        (89.9, "B+"),
+        (97.0, "A+"),
+        (93.0, "A"),
+        (87.0, "B+"),
+        (86.9, "B"),
+        (67.0, "D+"),
+        (60.0, "D-"),
+        (59.9, "F"),
+        (0.0, "F"),
+        (100.0, "A+"),
     ],
 )
-def test_letter_from_overall_rounded_half_up(
-    overall: float | None, rounded: float | None, letter: str | None
-) -> None:
+def test_letter_from_overall_display(shown: float, letter: str) -> None:
     bands = DEFAULT.surface["letter_bands"]
-    frame = pl.DataFrame({"overall": [overall]}, schema={"overall": pl.Float64})
-    got = frame.select(
-        r=round_half_up(pl.col("overall")), letter=letter_grade(pl.col("overall"), bands)
-    ).row(0)
-    assert got[0] == (pytest.approx(rounded) if rounded is not None else None)
-    assert got[1] == letter
+    frame = pl.DataFrame({"shown": [shown]}, schema={"shown": pl.Float64})
+    assert frame.select(letter_grade(pl.col("shown"), bands)).item() == letter
 
 
 def test_by_phase_rows_and_worst_phase() -> None:
@@ -605,16 +600,48 @@ def reasons(*raws: str | dict[str, Any]) -> list[str]:
 
 
 def test_quarantine_malformed_server() -> None:
-    no_name = report([])
-    del no_name["server"]["name"]
+    no_key = report([])
+    del no_key["server"]["name"]
+    del no_key["server"]["fingerprint"]
+    null_key = report([])
+    null_key["server"].update(name=None, fingerprint=None)
     numeric_version = report([])
     numeric_version["server"]["version"] = 2
     not_object = report([])
     not_object["server"] = "srv"
-    got = reasons(no_name, numeric_version, not_object)
-    assert got[0] == "server.name is missing: expected a non-empty string"
-    assert got[1] == "server.version = 2: expected a non-empty string"
-    assert got[2] == 'server = "srv": expected an object'
+    got = reasons(no_key, null_key, numeric_version, not_object)
+    expected = "expected a non-empty string in one of them"
+    assert got[0].startswith(
+        f"server.name is missing and server.fingerprint is missing: {expected}"
+    )
+    assert got[1].startswith(f"server.name is null and server.fingerprint is null: {expected}")
+    assert got[2] == "server.version = 2: expected a non-empty string"
+    assert got[3] == 'server = "srv": expected an object'
+
+
+def test_null_server_name_lands_under_its_fingerprint() -> None:
+    # CONTRACT 3: the server key is server.name, else server.fingerprint; version may be null
+    bare = report([surface(1500, 2, 150)])
+    bare["server"].update(name=None, version=None, fingerprint="9395e700610419bf")
+    absent = report([surface(1500, 2, 150)], generated_at="2026-12-03T11:10:23+00:00")
+    del absent["server"]["name"]
+    del absent["server"]["version"]
+    runs = parse(bare, absent).runs
+    assert runs["server"].to_list() == ["9395e700610419bf", "f00"]
+    assert runs["server_version"].to_list() == [None, None]
+    assert runs["run_id"].to_list() == [
+        "9395e700610419bf@unversioned@2026-12-02T13:42:50+00:00",
+        "f00@unversioned@2026-12-03T11:10:23+00:00",
+    ]
+
+
+def test_a_null_field_is_called_null_and_an_absent_one_missing() -> None:
+    null_kind = report([surface(1500, 2, 150), {"probe": "x", "kind": None}])
+    no_time = report([])
+    no_time["generated_at"] = None
+    got = reasons(null_kind, no_time)
+    assert got[0] == "findings[1].kind is null: expected a non-empty string"
+    assert got[1].startswith("generated_at is null: expected an RFC 3339 timestamp")
 
 
 def test_quarantine_findings_not_a_list_and_finding_without_kind() -> None:

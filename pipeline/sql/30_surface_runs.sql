@@ -1,6 +1,8 @@
 -- surface_runs: one row per landed mcp-xray report (one version of one MCP server) with our
 -- regrade under the current rubric (CONTRACT 5). Dimensions, overall are 0–100, unrounded,
--- null when not measured; letter comes from overall rounded half up to one decimal;
+-- null when not measured; <dimension>_display and overall_display are what mcp-xray shows
+-- (its roundings as it goes; overall_display 0.0 with nothing_measured when no dimension is
+-- measured); letter comes from overall_display. server is server.name, else the fingerprint;
 -- worst_phase is the phase a phased server is scored on. reported_overall/reported_letter
 -- are mcp-xray's own; overall_delta = overall - reported_overall, agrees_with_report /
 -- letter_agrees are null unless the rubric is mcp-xray's own. tool_count is server.tool_count
@@ -16,7 +18,8 @@ select
     r.tool_count,
     s.n_tools,
     s.overall,
-    s.overall_rounded,
+    s.overall_display,
+    s.nothing_measured,
     s.letter,
     s.worst_phase,
     s.context_efficiency,
@@ -24,6 +27,11 @@ select
     s.surface_redundancy,
     s.schema_hygiene,
     s.description_quality,
+    s.context_efficiency_display,
+    s.selection_robustness_display,
+    s.surface_redundancy_display,
+    s.schema_hygiene_display,
+    s.description_quality_display,
     s.measured_weight,
     s.injector_tokens,
     r.reported_overall,

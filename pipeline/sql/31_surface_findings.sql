@@ -1,5 +1,6 @@
 -- surface_findings: one row per finding of a landed report, with the severity (0–1) the
--- pipeline assigns under the current rubric (CONTRACT 3); reported_severity is the one the
+-- pipeline assigns under the current rubric (CONTRACT 3), unrounded, and severity_display as
+-- mcp-xray shows it (3 decimals, from its rounded lerp score); reported_severity is the one the
 -- report stored (never used). target is always a list of tool names (target_is_list says
 -- whether the report gave a list); measurement and detail are the report's JSON text, and
 -- the measurement keys the formulas read are typed columns beside them.
@@ -11,6 +12,7 @@ select
     f.kind,
     f.target,
     s.severity,
+    s.severity_display,
     f.confidence,
     f.reported_severity,
     f.target_is_list,

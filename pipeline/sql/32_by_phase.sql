@@ -13,6 +13,7 @@ select
     p.tokens,
     p.tokens_per_tool_avg,
     p.context_efficiency,
+    p.context_efficiency_display,
     p.is_worst_phase,
     p.finding_index,
     p.rubric_id

@@ -1,10 +1,12 @@
--- by_server: one row per MCP server (server.name): its latest version's grade and how each
--- dimension moved since the previous version. Versions are ordered by generated_at (the
--- latest report of each version stands for it; ties broken by batch_id, then run_id).
--- Columns: server, server_version, run_id, generated_at, versions, reports, overall, letter,
--- the five dimensions, previous_version, previous_run_id, previous_generated_at,
--- previous_overall, previous_letter, overall_delta and <dimension>_delta (latest minus
--- previous; null when either side is null or there is no previous version), rubric_id.
+-- by_server: one row per MCP server (server.name, else server.fingerprint): its latest
+-- version's grade and how each dimension moved since the previous version. Versions are
+-- ordered by generated_at (the latest report of each version stands for it; ties broken by
+-- batch_id, then run_id; a null server_version is one version). Columns: server,
+-- server_version, run_id, generated_at, versions, reports, overall, overall_display,
+-- nothing_measured, letter, the five dimensions, previous_version, previous_run_id,
+-- previous_generated_at, previous_overall, previous_overall_display, previous_letter,
+-- overall_delta and <dimension>_delta (latest minus previous, unrounded; null when either
+-- side is null or there is no previous version), rubric_id.
 create or replace view by_server as
 with per_version as (
     select
@@ -25,6 +27,7 @@ versions as (
         lead(run_id) over latest_first as previous_run_id,
         lead(generated_at) over latest_first as previous_generated_at,
         lead(overall) over latest_first as previous_overall,
+        lead(overall_display) over latest_first as previous_overall_display,
         lead(letter) over latest_first as previous_letter,
         lead(context_efficiency) over latest_first as previous_context_efficiency,
         lead(selection_robustness) over latest_first as previous_selection_robustness,
@@ -46,6 +49,8 @@ select
     versions,
     reports,
     overall,
+    overall_display,
+    nothing_measured,
     letter,
     context_efficiency,
     selection_robustness,
@@ -57,6 +62,7 @@ select
     previous_run_id,
     previous_generated_at,
     previous_overall,
+    previous_overall_display,
     previous_letter,
     overall - previous_overall as overall_delta,
     context_efficiency - previous_context_efficiency as context_efficiency_delta,

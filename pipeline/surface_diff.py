@@ -1,0 +1,316 @@
+"""surface-diff: what changed between two versions of an MCP server (CONTRACT 7).
+
+Findings are matched across versions by the warehouse (``stg_surface_finding_keys``: kind,
+target tools, identifying measurement keys, occurrence); this module picks the versions,
+reads the matched findings and the grade deltas, decides ``--fail-on-new``, and writes SARIF.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.sql import sql_text
+from pipeline.warehouse import connect_read_only, warehouse_path
+
+NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
+# The changes --fail-on-new looks at: a finding the new version brought or made worse.
+FAILING_CHANGES = (NEW, WORSE)
+# Severity bands (severity_display, 0–1), highest first: name, lower bound, SARIF level.
+SEVERITY_BANDS = (("high", 0.7, "error"), ("medium", 0.4, "warning"), ("low", 0.0, "note"))
+# SARIF's baselineState for each change.
+BASELINE_STATE = {NEW: "new", WORSE: "updated", BETTER: "updated", SAME: "unchanged"}
+BASELINE_STATE[RESOLVED] = "absent"
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+
+
+class DiffUsageError(ValueError):
+    """Bad usage of surface-diff: unknown server or version, a bad severity (exit 2)."""
+
+
+def parse_severity(text: str) -> float:
+    """``--fail-on-new``: a band name (low, medium, high: its lower bound) or a number in
+    [0, 1]. A finding reaches it when its severity is at least that much."""
+    bands = {name: bound for name, bound, _ in SEVERITY_BANDS}
+    if text.lower() in bands:
+        return bands[text.lower()]
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        names = ", ".join(f"{name} (>= {bound})" for name, bound, _ in SEVERITY_BANDS)
+        raise DiffUsageError(
+            f"--fail-on-new {text!r}: expected a severity in [0, 1] or one of {names}"
+        )
+    return value
+
+
+def band(severity: float | None) -> tuple[str, str]:
+    """(band name, SARIF level) of a severity."""
+    for name, bound, level in SEVERITY_BANDS:
+        if severity is not None and severity >= bound:
+            return name, level
+    return SEVERITY_BANDS[-1][0], SEVERITY_BANDS[-1][2]
+
+
+@dataclass(frozen=True)
+class SurfaceDiff:
+    server: str
+    from_version: str
+    to_version: str
+    versions: list[str]
+    findings: pl.DataFrame  # every finding of either version, matched (change = ... | same)
+    grade: dict[str, Any]  # a surface_version_changes row
+
+    @property
+    def changes(self) -> pl.DataFrame:
+        return self.findings.filter(pl.col("change") != SAME)
+
+    def counts(self) -> dict[str, int]:
+        counted = self.findings.group_by("change").len()
+        found = dict(zip(counted["change"].to_list(), counted["len"].to_list(), strict=True))
+        return {change: int(found.get(change, 0)) for change in (NEW, WORSE, RESOLVED, BETTER)}
+
+    def failing(self, threshold: float) -> pl.DataFrame:
+        """New or worse findings whose severity reaches ``threshold``."""
+        return self.findings.filter(
+            pl.col("change").is_in(FAILING_CHANGES) & (pl.col("severity_after") >= threshold)
+        )
+
+    def to_dict(self, threshold: float | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "server": self.server,
+            "from": self.from_version,
+            "to": self.to_version,
+            "versions": self.versions,
+            "grade": self.grade,
+            "counts": self.counts(),
+            "changes": self.changes.drop("finding_index_before", "finding_index_after").to_dicts(),
+        }
+        if threshold is not None:
+            result["fail_on_new"] = {
+                "threshold": threshold,
+                "failing": self.failing(threshold).height,
+            }
+        return result
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: list[Any]) -> pl.DataFrame:
+    relation = con.sql(sql_text(f"queries/{query}.sql"), params=params)
+    if relation is None:
+        raise ValueError(f"sql/queries/{query}.sql is not a query")
+    frame: pl.DataFrame = relation.pl()
+    return frame
+
+
+def fetch_diff(
+    lake: Path, server: str, from_version: str | None, to_version: str | None
+) -> SurfaceDiff:
+    """The two versions (default: the latest two) of ``server`` and what changed."""
+    if not warehouse_path(lake).exists():
+        raise DiffUsageError(f"{lake} is not a lake (no warehouse.duckdb): run `pipeline run`")
+    con = connect_read_only(lake)
+    try:
+        versions = _fetch(con, "surface_diff_versions", [server])["version_label"].to_list()
+        chosen = _choose(server, versions, from_version, to_version)
+        findings = _fetch(con, "surface_diff_findings", [server, *chosen])
+        grades = _fetch(con, "surface_diff_grades", [server, *chosen]).to_dicts()
+    finally:
+        con.close()
+    return SurfaceDiff(server, chosen[0], chosen[1], versions, findings, grades[0])
+
+
+def _choose(
+    server: str, versions: list[str], from_version: str | None, to_version: str | None
+) -> tuple[str, str]:
+    if not versions:
+        raise DiffUsageError(f"no surface grades for server {server!r} in the warehouse")
+    if (from_version is None) != (to_version is None):
+        raise DiffUsageError("give both --from and --to, or neither (the latest two versions)")
+    if from_version is None or to_version is None:
+        if len(versions) < 2:
+            raise DiffUsageError(
+                f"server {server!r} has one version ({versions[0]}): nothing to compare"
+            )
+        return versions[-2], versions[-1]
+    unknown = [v for v in (from_version, to_version) if v not in versions]
+    if unknown:
+        raise DiffUsageError(
+            f"server {server!r} has no version {', '.join(map(repr, unknown))}; "
+            f"its versions: {', '.join(versions)}"
+        )
+    if from_version == to_version:
+        raise DiffUsageError(f"--from and --to are the same version ({from_version})")
+    return from_version, to_version
+
+
+# ------------------------------------------------------------------------------- SARIF
+
+
+def _rules(kinds: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": kind,
+            "name": kind,
+            "shortDescription": {"text": f"mcp-xray finding kind {kind}"},
+            "helpUri": "https://pypi.org/project/mcp-xray-audit/",
+        }
+        for kind in kinds
+    ]
+
+
+def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
+    severity = row["severity_after"] if row["change"] != RESOLVED else row["severity_before"]
+    name, level = band(severity)
+    tools = row["tools"] or []
+    where = ", ".join(tools) if tools else "the whole surface"
+    was = "" if row["severity_before"] is None else f" (was {row['severity_before']})"
+    text = f"{row['kind']} on {where}: {row['change']}, severity {severity}{was}"
+    result: dict[str, Any] = {
+        "ruleId": row["kind"],
+        "ruleIndex": rule_index,
+        "level": level,
+        "message": {"text": text},
+        "baselineState": BASELINE_STATE[row["change"]],
+        "partialFingerprints": {
+            "surfaceFinding/v1": "|".join(
+                [row["kind"], ",".join(tools), row["identity"], str(row["occurrence"])]
+            )
+        },
+        "properties": {
+            "change": row["change"],
+            "severity": severity,
+            "severityBand": name,
+            "severityBefore": row["severity_before"],
+            "severityAfter": row["severity_after"],
+            "identity": row["identity"],
+        },
+    }
+    if tools:
+        result["locations"] = [
+            {"logicalLocations": [{"name": tool, "kind": "function"} for tool in tools]}
+        ]
+    return result
+
+
+def to_sarif(diff: SurfaceDiff) -> dict[str, Any]:
+    """SARIF 2.1.0: one result per finding of either version (a rule per kind; level from
+    the severity band; baselineState new / updated / unchanged / absent)."""
+    kinds = sorted(set(diff.findings["kind"].to_list()))
+    index = {kind: i for i, kind in enumerate(kinds)}
+    results = [_result(row, index[row["kind"]]) for row in diff.findings.to_dicts()]
+    return {
+        "$schema": SARIF_SCHEMA_URI,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "pipeline surface-diff",
+                        "informationUri": "https://pypi.org/project/mcp-xray-audit/",
+                        "rules": _rules(kinds),
+                    }
+                },
+                "automationDetails": {
+                    "id": f"surface-diff/{diff.server}/{diff.from_version}..{diff.to_version}"
+                },
+                "properties": {
+                    "server": diff.server,
+                    "fromVersion": diff.from_version,
+                    "toVersion": diff.to_version,
+                },
+                "results": results,
+            }
+        ],
+    }
+
+
+def write_sarif(diff: SurfaceDiff, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(to_sarif(diff), indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)
+
+
+# ------------------------------------------------------------------------------ printing
+
+
+def print_diff(console: Console, diff: SurfaceDiff, threshold: float | None) -> None:
+    g = diff.grade
+    console.print(
+        f"{diff.server}: {diff.from_version} -> {diff.to_version}  overall "
+        f"{g['overall_before']} {g['letter_before']} -> {g['overall_after']} {g['letter_after']}"
+        f" ({_signed(g['overall_display_delta'])})",
+        highlight=False,
+    )
+    dims = Table(title="dimensions (as mcp-xray shows them)")
+    for column in ("dimension", "change"):
+        dims.add_column(column)
+    for key, value in g.items():
+        if key.endswith("_delta") and key not in ("overall_delta", "overall_display_delta"):
+            dims.add_row(key.removesuffix("_delta"), _signed(value))
+    console.print(dims)
+    counts = diff.counts()
+    table = Table(title=", ".join(f"{n} {change}" for change, n in counts.items()))
+    for column in ("change", "kind", "tool", "identity", "before", "after"):
+        table.add_column(column, overflow="fold")
+    for row in diff.changes.iter_rows(named=True):
+        table.add_row(
+            row["change"],
+            row["kind"],
+            row["tool"] or "(whole surface)",
+            row["identity"],
+            _cell(row["severity_before"]),
+            _cell(row["severity_after"]),
+        )
+    console.print(table)
+    if threshold is not None:
+        failing = diff.failing(threshold).height
+        console.print(
+            f"--fail-on-new {threshold}: {failing} new or worse finding(s) at or above it",
+            highlight=False,
+        )
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}"
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def run_surface_diff(
+    *,
+    lake: Path,
+    server: str,
+    from_version: str | None,
+    to_version: str | None,
+    as_json: bool,
+    fail_on_new: str | None,
+    sarif: Path | None,
+    console: Console,
+) -> int:
+    """0 done; 1 when --fail-on-new is reached. Raises DiffUsageError for bad usage."""
+    threshold = None if fail_on_new is None else parse_severity(fail_on_new)
+    diff = fetch_diff(lake, server, from_version, to_version)
+    if sarif is not None:
+        write_sarif(diff, sarif)
+    if as_json:
+        console.out(json.dumps(diff.to_dict(threshold), default=str), highlight=False)
+    else:
+        print_diff(console, diff, threshold)
+        if sarif is not None:
+            console.print(f"wrote {sarif}", highlight=False)
+    if threshold is not None and diff.failing(threshold).height > 0:
+        return 1
+    return 0
