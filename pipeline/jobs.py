@@ -24,7 +24,7 @@ from rich.table import Table
 
 from pipeline import lake as lk
 from pipeline import score as task_score
-from pipeline import surface
+from pipeline import surface, version_regressions
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
@@ -208,8 +208,14 @@ def ingest_locked(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     limits: Limits | None = None,
     extra_documents: dict[Path, object] | None = None,
+    refresh_regressions: bool = False,
 ) -> IngestReport:
-    """ingest(), for a caller that already holds the lake's lock."""
+    """ingest(), for a caller that already holds the lake's lock.
+
+    With ``refresh_regressions`` (an ingest that no scoring follows) the lake's
+    version_regressions table is rebuilt in the same transaction: new runs can
+    add a version and so change which versions are consecutive.
+    """
     started = time.perf_counter()
     env_rubric = rubric or current_rubric(lake) or parse_rubric({})
     env_types = sorted(env_rubric.task.envs)
@@ -257,6 +263,9 @@ def ingest_locked(
             totals["seen"] += result.already_quarantined
         for target, document in (extra_documents or {}).items():
             tx.write_json(target, document)
+        scored_under = current_rubric(lake) if refresh_regressions else None
+        if scored_under is not None:
+            version_regressions.stage(lake, scored_under.rubric_id, tx)
     return IngestReport(
         batch_id=batch_id,
         files=len(files),
@@ -349,7 +358,7 @@ def ingest(
     """Land every readable record of ``inputs``; account for every line."""
     with lk.lake_lock(lake):
         notes = prepare(lake)
-        report = ingest_locked(inputs, lake, rubric, limits=limits)
+        report = ingest_locked(inputs, lake, rubric, limits=limits, refresh_regressions=True)
         report.notes = notes + report.notes
         return report
 
@@ -454,6 +463,8 @@ def score_locked(
                 for path in lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, name)):
                     if path.stem not in parts:
                         tx.delete(path)
+        # The gate's table follows the scores it is computed from, in the same commit.
+        version_regressions.stage(lake, rubric.rubric_id, tx)
         tx.write_json(
             lk.state_path(lake, CURRENT_RUBRIC),
             {"rubric_id": rubric.rubric_id, "resolved": rubric.resolved},

@@ -225,6 +225,22 @@ class Transaction:
             if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
         ]
 
+    def files_after(self, directory: Path) -> list[Path]:
+        """The Parquet files ``directory`` will hold once this transaction commits (staged
+        files in place of those they replace, deleted ones gone), to read before the commit."""
+        staged = {
+            Path(move["to"]).name: Path(move["from"])
+            for move in self.moves
+            if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
+        }
+        doomed = set(self.deletes)
+        kept = [
+            path
+            for path in parquet_files(directory)
+            if path.name not in staged and str(path) not in doomed
+        ]
+        return sorted(kept) + [staged[name] for name in sorted(staged)]
+
     def commit(self) -> None:
         # A file both rewritten and listed for deletion is kept: the rewrite wins.
         written = {move["to"] for move in self.moves}

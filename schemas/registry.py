@@ -23,6 +23,7 @@ from schemas.tasks import (
     TaskPenalty,
     TaskRun,
     TaskScore,
+    VersionRegression,
 )
 
 LANDED: dict[str, type[pa.DataFrameModel]] = {
@@ -41,4 +42,7 @@ SCORED: dict[str, type[pa.DataFrameModel]] = {
     "surface_scores": SurfaceScore,
     "surface_finding_scores": SurfaceFindingScore,
     "surface_phase_scores": SurfacePhaseScore,
+    # Not per part: one file per rubric, rebuilt whenever that rubric's scores change
+    # (pipeline/version_regressions.py).
+    "version_regressions": VersionRegression,
 }
