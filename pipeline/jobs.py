@@ -580,7 +580,14 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
     finally:
         con.close()
     table = Table(title="runs and mean score by agent and version")
-    for column in ("agent", "version", "runs", "grader errors", "mean score", "pass rate"):
+    for column in (
+        "agent",
+        "version",
+        "runs",
+        "grader errors",
+        "mean_score_runs",
+        "pass_rate_runs",
+    ):
         table.add_column(column, justify="right" if column not in ("agent", "version") else "left")
     for agent, version, runs, errors_, mean, rate in rows:
         table.add_row(

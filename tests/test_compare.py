@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import stats
+from pipeline import gate, stats
 from pipeline.compare import (
     CompareInputError,
     CompareSettings,
@@ -120,10 +120,13 @@ def test_hand_computed_four_problem_comparison_with_trials_averaged() -> None:
     assert "too few to conclude" in r["message"]
     # Pass (mean passed >= 0.5): baseline p1 (0.4 fail, 0.6 pass → 0.5 → passes), p2, p3 pass,
     # p4 fails; candidate all pass → discordant: p4 only (candidate only) → p = 1.0
-    assert r["pass_rate"]["baseline"] == pytest.approx(0.75)
-    assert r["pass_rate"]["candidate"] == pytest.approx(1.0)
-    assert r["pass_rate"]["candidate_only"] == 1 and r["pass_rate"]["baseline_only"] == 0
-    assert r["pass_rate"]["p_value"] == pytest.approx(1.0)
+    assert r["pass_rate_problems_paired"]["baseline"] == pytest.approx(0.75)
+    assert r["pass_rate_problems_paired"]["candidate"] == pytest.approx(1.0)
+    assert (
+        r["pass_rate_problems_paired"]["candidate_only"] == 1
+        and r["pass_rate_problems_paired"]["baseline_only"] == 0
+    )
+    assert r["pass_rate_problems_paired"]["p_value"] == pytest.approx(1.0)
 
 
 def test_pairing_ignores_unpaired_problems_and_counts_grader_errors() -> None:
@@ -199,43 +202,53 @@ def test_aa_comparison_is_no_change() -> None:
     assert r["ci_low"] < 0 < r["ci_high"]
 
 
-def test_aa_false_regression_rate_through_the_pairing() -> None:
-    # 400 seeded A/A data sets, stacked as 400 "agents" in one frame: one pairing pass,
-    # then every interval at once.
-    reps, problems, trials = 400, 20, 2
+def test_aa_false_alarm_rate_of_the_whole_gate() -> None:
+    # 400 seeded A/A data sets, stacked as 400 agents in one frame, 4 env types of 10
+    # problems each: the gate (overall, and every env type after Holm) reads them all at once.
+    reps, problems, trials = 400, 40, 2
     rng = np.random.default_rng(99)
     true = rng.uniform(0.2, 0.8, (reps, problems, 1))
     scores = true + rng.normal(0, 0.15, (2, reps, problems, trials))
     ver, rep, prob, trial = np.indices(scores.shape)
+    envs = np.array(["exploit", "detect", "patch", "audit"])
     runs = pl.DataFrame(
         {
             "agent_version": np.where(ver.ravel() == 0, "A", "B"),
-            "rep": rep.ravel(),
+            "agent": rep.ravel().astype(str),
             "problem_id": prob.ravel().astype(str),
+            "env_type": envs[prob.ravel() % 4],
             "trial": trial.ravel(),
             "score": scores.ravel(),
         }
     ).with_columns(
-        env_type=pl.lit("detect"),
-        problem_id=pl.format("{}-{}", "rep", "problem_id"),
+        graded_at=pl.when(pl.col("agent_version") == "A")
+        .then(pl.lit(T0))
+        .otherwise(pl.lit(T0 + timedelta(days=1))),
         status=pl.lit("scored"),
-        run_id=pl.format("{}-{}-{}-{}", "agent_version", "rep", "problem_id", "trial"),
-        weighted=pl.col("score"),
-        penalty_total=pl.lit(0.0),
         passed=pl.col("score") >= 0.5,
-        gate_passed=pl.lit(True),
     )
-    pairs = (
-        paired_problems(runs.lazy(), "A", "B")
-        .with_columns(rep=pl.col("problem_id").str.split("-").list.first().cast(pl.Int64))
-        .sort("rep", "problem_id")
-        .collect()
+    table = gate.version_regressions(runs.lazy(), stats.DEFAULT_CONFIDENCE)
+    assert table.filter(pl.col("env_type") == "all").height == reps
+    assert set(table["holm_family"].unique().to_list()) == {1, 4}
+    fails = gate.gate_fails(table)
+    assert fails.height == reps
+    overall = table.filter(pl.col("env_type") == "all")
+    envs_only = table.filter(pl.col("env_type") != "all")
+    overall_rate = float((overall["verdict"] == "regression").mean())  # type: ignore[arg-type]
+    env_rate = float(
+        envs_only.group_by("agent")
+        .agg((pl.col("gate_verdict") == "regression").any())["gate_verdict"]
+        .mean()  # type: ignore[arg-type]
     )
-    d = pairs["diff"].to_numpy().reshape(reps, problems)
-    t = stats.paired_t(d)
-    v = stats.verdict(t.ci_low, t.ci_high, t.n)
-    assert float(np.mean(v == "regression")) < 0.05
-    assert float(np.mean(v != "no_change")) < 0.08
+    whole = float(fails["fails"].mean())  # type: ignore[arg-type]
+    # Each part alone is about 2.5% (one tail); the whole gate stays at or below 5%.
+    assert overall_rate < 0.05 and env_rate < 0.05
+    assert max(overall_rate, env_rate) <= whole <= 0.05
+    # Without Holm the four env tests alone would alarm more often than with it.
+    raw_rate = float(
+        envs_only.group_by("agent").agg((pl.col("verdict") == "regression").any())["verdict"].mean()  # type: ignore[arg-type]
+    )
+    assert raw_rate >= env_rate
 
 
 def test_component_split_adds_up_to_change_in_weighted() -> None:
