@@ -500,15 +500,21 @@ def test_history_orders_by_first_graded_run_with_paired_steps() -> None:
     assert rows[1]["step"]["verdict"] == "regression"
     assert rows[2]["step"]["verdict"] == "no_change"
     for r in rows:
-        assert r["score_ci_low"] < r["mean_score"] < r["score_ci_high"]
+        assert r["mean_score_problems_ci_low"] < r["mean_score_problems"]
+        assert r["mean_score_problems"] < r["mean_score_problems_ci_high"]
         assert r["problems"] == 60 and r["runs"] == 180
+        assert r["ci_methods"]["mean_score_problems"] == "t_over_problems"
+    # each step carries the gate: per env type, Holm over the 4 env types
+    assert rows[1]["step"]["gate"]["holm_env_types"] == 4
+    assert len(rows[1]["step"]["per_env_type"]) == 4
 
 
 def _version_history_view(runs: pl.DataFrame) -> pl.DataFrame:
     con = duckdb.connect()
     try:
         con.register("task_runs", runs)
-        con.execute((REPO / "pipeline" / "sql" / "50_version_history.sql").read_text())
+        for name in ("03_macros", "12_stg_problem_outcomes", "50_version_history"):
+            con.execute((REPO / "pipeline" / "sql" / f"{name}.sql").read_text())
         frame = con.sql("select * from version_history order by agent, version_index").pl()
         assert isinstance(frame, pl.DataFrame)
         return frame
@@ -528,10 +534,13 @@ def test_version_history_view_matches_the_python_history() -> None:
     assert view["previous_version"].to_list() == [None, "b", "a"]
     assert view["grader_errors"].to_list() == [1, 0, 0]
     for i, row in enumerate(view.to_dicts()):
-        assert row["mean_score"] == pytest.approx(py[i]["mean_score"], abs=1e-12)
+        for metric in ("mean_score_problems", "pass_rate_problems", "mean_score_runs"):
+            assert row[metric] == pytest.approx(py[i][metric], abs=1e-12), metric
+        for bound in ("pass_rate_problems_ci_high", "pass_rate_runs_ci_low"):
+            assert row[bound] == pytest.approx(py[i][bound], abs=1e-12), bound
         # the view's t table is rounded to 6 decimals
-        assert row["score_ci_low"] == pytest.approx(py[i]["score_ci_low"], abs=1e-6)
-        assert row["pass_rate_ci_high"] == pytest.approx(py[i]["pass_rate_ci_high"], abs=1e-6)
+        low = "mean_score_problems_ci_low"
+        assert row[low] == pytest.approx(py[i][low], abs=1e-6)
     assert view["step_verdict_approx"].to_list() == [None, "improvement", "no_change"]
 
 
@@ -546,5 +555,5 @@ def test_version_history_view_t_critical_values() -> None:
         ]
         view = _version_history_view(run_rows(rows))
         row = view.row(0, named=True)
-        crit = (row["score_ci_high"] - row["mean_score"]) / row["score_se"]
+        crit = (row["mean_score_problems_ci_high"] - row["mean_score_problems"]) / row["score_se"]
         assert crit == pytest.approx(sps.t.ppf(0.975, n - 1), abs=2e-5), n
