@@ -28,9 +28,9 @@ problem_level as (
         agent,
         agent_version,
         count(*) as problems,
-        avg(score) as mean_score_problems,
-        stddev_samp(score) as score_sd_problems,
-        stddev_samp(score) / sqrt(count(*)) as score_se,
+        avg(score order by env_type, problem_id) as mean_score_problems,
+        stddev_samp(score order by env_type, problem_id) as score_sd_problems,
+        stddev_samp(score order by env_type, problem_id) / sqrt(count(*)) as score_se,
         pass_rate_problems(passes) as pass_rate_problems
     from stg_problem_outcomes
     group by agent, agent_version
