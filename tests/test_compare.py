@@ -19,7 +19,6 @@ from pipeline.compare import (
     CompareSettings,
     compare_versions,
     failure_reasons,
-    paired_problems,
     version_history,
 )
 

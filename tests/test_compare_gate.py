@@ -233,11 +233,8 @@ def test_one_pass_rate_per_name_on_the_sample(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     done = runner.invoke(app, ["run", "--lake", str(lake)])
     assert done.exit_code == 0, done.output
-    cmp_ = runner.invoke(
-        app,
-        ["compare", "--agent", "atlas", "--baseline", "1.3.0", "--candidate", "1.4.0"]
-        + ["--lake", str(lake), "--json"],
-    )
+    pair = ["--baseline", "1.3.0", "--candidate", "1.4.0"]
+    cmp_ = runner.invoke(app, ["compare", "--agent", "atlas", *pair, "--lake", str(lake), "--json"])
     report = _strict_json(cmp_.stdout)
     hist = runner.invoke(app, ["history", "--agent", "atlas", "--lake", str(lake), "--json"])
     history = {v["agent_version"]: v for v in _strict_json(hist.stdout)["versions"]}
@@ -313,3 +310,34 @@ def test_rate_intervals_stay_in_unit_range_with_two_problems(tmp_path: Path) -> 
             low, high = row[f"{rate}_ci_low"], row[f"{rate}_ci_high"]
             assert 0.0 <= low <= row[rate] <= high <= 1.0, (rate, low, high)
     assert math.isclose(versions[1]["pass_rate_problems"], 0.5)
+
+
+def test_a_bare_ingest_keeps_the_view_in_history_order(lake: Path, tmp_path: Path) -> None:
+    # 1.0 and 2.0 first; then `ingest` (no scoring) lands 1.0-rerun, graded between them.
+    # history now steps 1.0 -> 1.0-rerun -> 2.0, and so does the view, at once.
+    inputs = lake.parent / "in"
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir()
+    later.mkdir()
+    for path in sorted(inputs.glob("*.jsonl")):
+        rerun = "1.0-rerun" in path.read_text()
+        (later if rerun else first).joinpath(path.name).write_bytes(path.read_bytes())
+    copy = tmp_path / "lake"
+    assert runner.invoke(app, ["run", str(first), "--lake", str(copy)]).exit_code == 0
+
+    def steps() -> list[tuple[str, str]]:
+        con = connect_read_only(copy)
+        try:
+            rows = con.execute(
+                "select distinct baseline, candidate from version_regressions order by 1"
+            ).fetchall()
+        finally:
+            con.close()
+        return [(str(b), str(c)) for b, c in rows]
+
+    assert steps() == [("1.0", "2.0")]
+    done = runner.invoke(app, ["ingest", str(later), "--lake", str(copy)])
+    assert done.exit_code == 0, done.output
+    assert steps() == []  # 1.0-rerun has no scores yet: neither step has a paired problem
+    assert runner.invoke(app, ["score", "--lake", str(copy)]).exit_code == 0
+    assert steps() == [("1.0", "1.0-rerun"), ("1.0-rerun", "2.0")]
