@@ -55,7 +55,7 @@ COLUMNS: Final = (
 
 
 def _moments(pairs: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
-    return pairs.group_by(keys).agg(
+    return pairs.group_by(keys, maintain_order=True).agg(
         paired_problems=pl.len().cast(pl.Int64),
         baseline_mean=pl.col("b_score").mean(),
         candidate_mean=pl.col("c_score").mean(),
@@ -83,7 +83,10 @@ def step_table(pairs: pl.LazyFrame | pl.DataFrame, confidence: float) -> pl.Data
     ``pairs`` holds one row per paired problem: ``agent, baseline, candidate,
     problem_id, env_type, b_score, c_score, diff`` (``diff = c_score - b_score``).
     """
-    lf = pairs.lazy()
+    # Float sums depend on their order: rows are summed in the order of a hash of the
+    # problem key (one integer column, cheap to sort), whatever order they came in, so
+    # compare, history and the table give the same last bit.
+    lf = pairs.lazy().sort(pl.struct(*KEY).hash(seed=0))
     overall = _moments(lf, list(GROUP)).with_columns(env_type=pl.lit(ALL_ENV_TYPES))
     per_env = _moments(lf, [*GROUP, "env_type"])
     moments = pl.concat([overall, per_env], how="diagonal").collect()
@@ -182,10 +185,8 @@ def consecutive_pairs(runs: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("version_index").alias("step"),
         pl.col("score").alias("c_score"),
     )
-    return (
-        base.join(cand, on=["agent", "step", *KEY], how="inner")
-        .with_columns(diff=pl.col("c_score") - pl.col("b_score"))
-        .sort([*GROUP, *KEY])
+    return base.join(cand, on=["agent", "step", *KEY], how="inner").with_columns(
+        diff=pl.col("c_score") - pl.col("b_score")
     )
 
 
