@@ -52,6 +52,9 @@ SCORE_TABLES = (
     "surface_finding_scores",
     "surface_phase_scores",
 )
+# Score tables of a whole rubric, not of a part: rebuilt whenever that rubric's scores change.
+VERSION_REGRESSIONS = "version_regressions"
+RUBRIC_TABLES = (VERSION_REGRESSIONS,)
 
 
 # Fault injection for the crash tests: with PIPELINE_CRASH_AT=N the process

@@ -93,7 +93,7 @@ def check_and_repair(lake: Path) -> Repair:
             continue
         # Per-part score tables follow their part; a per-rubric table (version_regressions)
         # has no part and is rebuilt with the rubric's scores, so only its readability counts.
-        if path.parent.name in lk.SCORE_TABLES and path.stem not in whole:
+        if path.parent.name not in lk.RUBRIC_TABLES and path.stem not in whole:
             doomed.append(path)
         elif _rows(path) is None:
             doomed.append(path)

@@ -21,7 +21,7 @@ from pipeline import lake as lk
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
 
-TABLE: Final = "version_regressions"
+TABLE: Final = lk.VERSION_REGRESSIONS
 # One file per rubric, named so it can never collide with a part's name.
 FILE_NAME: Final = "all-versions.parquet"
 RUN_COLUMNS: Final = ("run_id", "agent", "agent_version", "problem_id", "env_type", "graded_at")
