@@ -380,7 +380,12 @@ def compare(
         Path | None, typer.Option("--html", help="Write a self-contained page.")
     ] = None,
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 when the verdict is regression.")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when the overall verdict is regression, or any env type's after a "
+            "Holm correction over the env types.",
+        ),
     ] = False,
 ) -> None:
     """Is the candidate version better or worse than the baseline, where, and why?"""

@@ -24,7 +24,6 @@ Decisions (also in the README):
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -37,7 +36,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import stats
+from pipeline import gate, metrics, stats
 from pipeline.tables import print_table
 
 KEY: Final = ("problem_id", "env_type")
@@ -109,8 +108,6 @@ class CompareSettings:
 
     confidence: float = stats.DEFAULT_CONFIDENCE
     min_pairs: int = stats.MIN_PAIRS_TO_CONCLUDE
-    # "a problem passes for a version when its mean passed >= 0.5"
-    pass_threshold: float = 0.5
     top_regressed: int = 10
     bootstrap_resamples: int = stats.DEFAULT_BOOTSTRAP_RESAMPLES
     bootstrap_seed: int = stats.DEFAULT_BOOTSTRAP_SEED
@@ -148,26 +145,32 @@ def problem_score(col: str) -> pl.Expr:
     return pl.col(col).cast(pl.Float64).mean()
 
 
-def problem_passes(mean_passed: pl.Expr, settings: CompareSettings) -> pl.Expr:
-    """A problem passes for a version when ``mean(passed) >= pass_threshold`` (trial majority)."""
-    return mean_passed >= settings.pass_threshold
+SIDE_COLUMNS: Final = (
+    "trials",
+    "score",
+    "weighted",
+    "penalty",
+    "passed_share",
+    "passes",
+    "gate_passed",
+    "worst_run_id",
+)
 
 
 def per_problem(runs: pl.LazyFrame) -> pl.LazyFrame:
-    """Scored runs averaged per (agent_version, problem_id, env_type)."""
-    return (
-        runs.filter(pl.col("status") == "scored")
-        .group_by("agent_version", *KEY)
-        .agg(
-            trials=pl.len(),
-            score=problem_score("score"),
-            weighted=problem_score("weighted"),
-            penalty=problem_score("penalty_total"),
-            passed=problem_score("passed"),
-            gate_passed=problem_score("gate_passed"),
-            # The trial that did worst is where the reason for a drop is read.
-            worst_run_id=pl.col("run_id").sort_by(["score", "run_id"]).first(),
-        )
+    """Scored runs averaged per (agent, agent_version, problem_id, env_type).
+
+    Score and pass come from :func:`pipeline.metrics.problem_outcomes`, the one
+    definition every command and view shares.
+    """
+    return metrics.problem_outcomes(
+        runs,
+        ["agent", "agent_version"],
+        weighted=problem_score("weighted"),
+        penalty=problem_score("penalty_total"),
+        gate_passed=problem_score("gate_passed"),
+        # The trial that did worst is where the reason for a drop is read.
+        worst_run_id=pl.col("run_id").sort_by(["score", "run_id"]).first(),
     )
 
 
@@ -175,8 +178,7 @@ def _side(problems: pl.LazyFrame, version: str, prefix: str) -> pl.LazyFrame:
     return (
         problems.filter(pl.col("agent_version") == version)
         .drop("agent_version")
-        .rename({c: f"{prefix}{c}" for c in ("trials", "score", "weighted", "penalty", "passed")})
-        .rename({"gate_passed": f"{prefix}gate_passed", "worst_run_id": f"{prefix}worst_run_id"})
+        .rename({c: f"{prefix}{c}" for c in SIDE_COLUMNS})
     )
 
 
@@ -186,9 +188,9 @@ def paired_problems(runs: pl.LazyFrame, baseline: str, candidate: str) -> pl.Laz
     base = _side(problems, baseline, "b_")
     cand = _side(problems, candidate, "c_")
     return (
-        base.join(cand, on=list(KEY), how="inner")
+        base.join(cand, on=["agent", *KEY], how="inner")
         .with_columns(diff=pl.col("c_score") - pl.col("b_score"))
-        .sort(list(KEY))
+        .sort(["agent", *KEY])
     )
 
 
@@ -473,11 +475,15 @@ def failure_reasons(regressed: pl.DataFrame, metadata: pl.LazyFrame) -> pl.DataF
 
 
 def _f(value: Any) -> float | None:
-    """JSON-safe float: NaN and None become null."""
+    """JSON-safe float: NaN, ±inf and None become null."""
     if value is None:
         return None
     out = float(value)
-    return None if math.isnan(out) else out
+    return out if math.isfinite(out) else None
+
+
+def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (_f(v) if isinstance(v, float) else v) for k, v in row.items()}
 
 
 def _interval_message(n: int, settings: CompareSettings) -> str | None:
@@ -495,6 +501,222 @@ def _interval_message(n: int, settings: CompareSettings) -> str | None:
 
 def _count(frame: pl.LazyFrame) -> int:
     return int(frame.select(pl.len()).collect().item())
+
+
+# The gate's numbers of a comparison with no paired problem at all.
+_NO_PAIRS: Final[Mapping[str, Any]] = {
+    "paired_problems": 0,
+    "baseline_mean": None,
+    "candidate_mean": None,
+    "delta": None,
+    "se": None,
+    "ci_low": None,
+    "ci_high": None,
+    "p_value": None,
+    "verdict": stats.NO_CHANGE,
+    "insufficient_data": True,
+    "holm_family": 1,
+    "p_value_holm": None,
+    "gate_verdict": stats.NO_CHANGE,
+}
+_GATE_FIELDS: Final = tuple(_NO_PAIRS)
+
+
+def gate_document(table: pl.DataFrame, confidence: float) -> dict[str, Any]:
+    """One comparison's gate rows as JSON: the overall numbers, per env type, the decision.
+
+    ``table`` is :func:`pipeline.gate.step_table` for one (agent, baseline, candidate).
+    """
+    overall_rows = table.filter(pl.col("env_type") == gate.ALL_ENV_TYPES)
+    overall = _json_row(overall_rows.row(0, named=True)) if overall_rows.height else _NO_PAIRS
+    envs = [
+        _json_row({k: row[k] for k in ("env_type", *_GATE_FIELDS)})
+        for row in table.filter(pl.col("env_type") != gate.ALL_ENV_TYPES).to_dicts()
+    ]
+    regressed = gate.regressed_env_types(table)
+    k = sum(1 for row in envs if row["p_value"] is not None)
+    overall_regression = overall["verdict"] == stats.REGRESSION
+    fails = overall_regression or bool(regressed)
+    alpha = round(1.0 - confidence, 10)
+    if regressed:
+        said = f"env type(s) regressed after Holm over {k} env types: {', '.join(regressed)}"
+    else:
+        said = f"no env type regressed after Holm over {k} env types (alpha {alpha})"
+    return {
+        "overall": {k_: overall[k_] for k_ in _GATE_FIELDS if k_ != "holm_family"},
+        "per_env_type": envs,
+        "regressed_env_types": regressed,
+        "gate": {
+            "fails": fails,
+            "rule": "fail when the overall verdict is regression, or when an env type's "
+            "Holm-adjusted p-value is below alpha with a negative delta",
+            "correction": gate.HOLM,
+            "holm_env_types": k,
+            "alpha": alpha,
+            "overall_verdict": overall["verdict"],
+            "regressed_env_types": regressed,
+            "message": (
+                f"gate {'FAILS' if fails else 'passes'}: overall {overall['verdict']}; {said}"
+            ),
+        },
+    }
+
+
+def version_documents(runs: pl.LazyFrame, confidence: float) -> dict[str, dict[str, Any]]:
+    """Per version: the metrics of :mod:`pipeline.metrics` over all its runs, and per env type."""
+    whole = metrics.version_metrics(runs, ["agent_version"], confidence)
+    per_env = metrics.version_metrics(runs, ["agent_version", "env_type"], confidence)
+    out: dict[str, dict[str, Any]] = {}
+    for doc in metrics.as_documents(whole, ["agent_version"]):
+        version = str(doc["agent_version"])
+        envs = per_env.filter(pl.col("agent_version") == version).drop("agent_version")
+        out[version] = {**doc, "per_env_type": metrics.as_documents(envs, ["env_type"])}
+    return out
+
+
+def _version_document(documents: Mapping[str, dict[str, Any]], version: str) -> dict[str, Any]:
+    found = documents.get(version)
+    if found is not None:
+        return found
+    empty = metrics.metric_document(pl.DataFrame(), ["agent_version"], agent_version=version)
+    return {**empty, "per_env_type": []}
+
+
+def _paired_pass_rate(pairs: pl.DataFrame) -> dict[str, Any]:
+    """Problem-level pass rate over the paired problems, tested with exact McNemar."""
+    passes = pairs.select(
+        baseline=pl.col("b_passes").cast(pl.Float64).mean(),
+        candidate=pl.col("c_passes").cast(pl.Float64).mean(),
+        baseline_only=(pl.col("b_passes") & ~pl.col("c_passes")).sum(),
+        candidate_only=(~pl.col("b_passes") & pl.col("c_passes")).sum(),
+    ).row(0, named=True)
+    baseline_only = int(passes["baseline_only"] or 0)
+    candidate_only = int(passes["candidate_only"] or 0)
+    base, cand = _f(passes["baseline"]), _f(passes["candidate"])
+    return {
+        "metric": "pass_rate_problems",
+        "over": "paired problems",
+        "definition": (
+            "a problem passes when mean(passed) over its scored trials >= "
+            f"{metrics.PROBLEM_PASS_THRESHOLD}"
+        ),
+        "method": "exact_mcnemar",
+        "baseline": base,
+        "candidate": cand,
+        "delta": None if base is None or cand is None else cand - base,
+        "discordant": baseline_only + candidate_only,
+        "baseline_only": baseline_only,
+        "candidate_only": candidate_only,
+        "p_value": stats.mcnemar_exact(baseline_only, candidate_only),
+    }
+
+
+def _cost(mine: pl.LazyFrame, pairs: pl.LazyFrame, baseline: str, candidate: str) -> dict[str, Any]:
+    """Mean cost per run, over the scored runs of the paired problems."""
+    cost = (
+        mine.filter(pl.col("status") == metrics.STATUS_SCORED)
+        .join(pairs.select(*KEY), on=list(KEY), how="semi")
+        .group_by("agent_version")
+        .agg(
+            runs=pl.len(),
+            runs_with_cost=pl.col("cost_usd").is_not_null().sum(),
+            cost_usd=pl.col("cost_usd").cast(pl.Float64).mean(),
+            tokens=pl.col("tokens").cast(pl.Float64).mean(),
+            wall_seconds=pl.col("wall_seconds").cast(pl.Float64).mean(),
+            score=pl.col("score").cast(pl.Float64).mean(),
+        )
+        .collect()
+    )
+
+    def cost_for(version: str) -> dict[str, Any]:
+        hit = cost.filter(pl.col("agent_version") == version)
+        row = hit.row(0, named=True) if hit.height else {}
+        return {
+            "runs": int(row.get("runs", 0)),
+            "runs_with_cost": int(row.get("runs_with_cost", 0)),
+            "cost_usd": _f(row.get("cost_usd")),
+            "tokens": _f(row.get("tokens")),
+            "wall_seconds": _f(row.get("wall_seconds")),
+            "score_per_run": _f(row.get("score")),
+        }
+
+    cost_b, cost_c = cost_for(baseline), cost_for(candidate)
+    delta = (
+        None
+        if cost_b["cost_usd"] is None or cost_c["cost_usd"] is None
+        else cost_c["cost_usd"] - cost_b["cost_usd"]
+    )
+    return {"baseline": cost_b, "candidate": cost_c, "delta_cost_usd": delta}
+
+
+def _counts(mine: pl.LazyFrame, baseline: str, candidate: str, n: int) -> dict[str, Any]:
+    """Runs, grader errors, unpaired problems and problems without any score, per side."""
+    problems = per_problem(mine)
+    counts = (
+        mine.group_by("agent_version")
+        .agg(
+            runs=pl.len(),
+            grader_errors=(pl.col("status") == metrics.STATUS_GRADER_ERROR).sum(),
+            problems=pl.struct(*KEY).n_unique(),
+        )
+        .collect()
+    )
+
+    def count_for(version: str, column: str) -> int:
+        hit = counts.filter(pl.col("agent_version") == version)
+        return int(hit[column].item()) if hit.height else 0
+
+    scored = {
+        side: _count(problems.filter(pl.col("agent_version") == version).select(*KEY))
+        for side, version in (("baseline", baseline), ("candidate", candidate))
+    }
+    sides = (("baseline", baseline), ("candidate", candidate))
+    return {
+        "n_unpaired_baseline": scored["baseline"] - n,
+        "n_unpaired_candidate": scored["candidate"] - n,
+        "runs": {side: count_for(v, "runs") for side, v in sides},
+        "grader_errors": {side: count_for(v, "grader_errors") for side, v in sides},
+        "problems_without_score": {
+            side: count_for(v, "problems") - scored[side] for side, v in sides
+        },
+    }
+
+
+def _why(
+    mine: pl.LazyFrame,
+    comps: pl.LazyFrame,
+    metadata: pl.LazyFrame | pl.DataFrame | None,
+    pairs: pl.DataFrame,
+    names: tuple[str, str],
+    settings: CompareSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    """The component split, the regressed problems with reasons, and the decomposition."""
+    baseline, candidate = names
+    grid = component_grid(mine, comps, pairs.lazy(), baseline, candidate)
+    split = component_split(grid, pairs.height)
+    regressed = regressed_problems(pairs.lazy(), grid, settings)
+    if metadata is not None:
+        regressed = failure_reasons(regressed, metadata.lazy())
+    else:
+        regressed = regressed.with_columns(failing_reason=pl.lit(None, dtype=pl.String))
+    means = pairs.select(
+        d=pl.col("diff").mean(),
+        d_weighted=(pl.col("c_weighted") - pl.col("b_weighted")).mean(),
+        d_penalty=(pl.col("c_penalty") - pl.col("b_penalty")).mean(),
+    ).row(0, named=True)
+    delta, d_weighted, d_penalty = (_f(means[k]) for k in ("d", "d_weighted", "d_penalty"))
+    clamp_effect = (
+        None
+        if delta is None or d_weighted is None or d_penalty is None
+        else delta - (d_weighted - d_penalty)
+    )
+    decomposition = {
+        "delta_weighted": d_weighted,
+        "components_sum": float(split["delta"].sum()) if split.height else 0.0,
+        "delta_penalty": d_penalty,
+        "clamp_effect": clamp_effect,
+    }
+    return split, regressed, decomposition
 
 
 def compare_versions(
@@ -518,161 +740,33 @@ def compare_versions(
 
     pairs = paired_problems(mine, baseline, candidate).collect()
     n = pairs.height
-    pairs_lf = pairs.lazy()
-
-    problems = per_problem(mine)
-    base_keys = problems.filter(pl.col("agent_version") == baseline).select(*KEY)
-    cand_keys = problems.filter(pl.col("agent_version") == candidate).select(*KEY)
-    counts = (
-        mine.group_by("agent_version")
-        .agg(
-            runs=pl.len(),
-            grader_errors=(pl.col("status") == "grader_error").sum(),
-            problems=pl.struct(*KEY).n_unique(),
-        )
-        .collect()
+    # The same function the history and the lake's version_regressions table use.
+    steps = gate.step_table(
+        pairs.with_columns(baseline=pl.lit(baseline), candidate=pl.lit(candidate)),
+        settings.confidence,
     )
-
-    def count_for(version: str, column: str) -> int:
-        hit = counts.filter(pl.col("agent_version") == version)
-        return int(hit[column].item()) if hit.height else 0
-
-    scored_problems = {
-        "baseline": _count(base_keys),
-        "candidate": _count(cand_keys),
-    }
-
-    # Overall paired difference.
-    d = pairs["diff"].to_numpy().astype(np.float64)
-    tint = stats.paired_t(d, settings.confidence)
-    overall_verdict = str(stats.verdict(tint.ci_low, tint.ci_high, n))
+    decision = gate_document(steps, settings.confidence)
+    overall = decision["overall"]
     boot_low, boot_high = stats.bootstrap_interval(
-        d,
+        pairs["diff"].to_numpy().astype(np.float64),
         resamples=settings.bootstrap_resamples,
         seed=settings.bootstrap_seed,
         confidence=settings.confidence,
     )
-
-    # Per env type: moments in Polars, interval vectorized over the env types.
-    env = (
-        pairs.group_by("env_type")
-        .agg(
-            n=pl.len(),
-            baseline_mean=pl.col("b_score").mean(),
-            candidate_mean=pl.col("c_score").mean(),
-            delta=pl.col("diff").mean(),
-            sd=pl.col("diff").std(ddof=1),
-        )
-        .sort("env_type")
+    split, regressed, decomposition = _why(
+        mine, comps_lf, metadata, pairs, (baseline, candidate), settings
     )
-    env_t = stats.t_interval_from_moments(
-        env["n"].to_numpy(),
-        env["delta"].to_numpy(),
-        env["sd"].fill_null(0.0).to_numpy(),
-        settings.confidence,
-    )
-    env_verdicts = stats.verdict(env_t.ci_low, env_t.ci_high, env_t.n)
-    env = env.with_columns(
-        ci_low=pl.Series(env_t.ci_low, dtype=pl.Float64),
-        ci_high=pl.Series(env_t.ci_high, dtype=pl.Float64),
-        p_value=pl.Series(env_t.p_value, dtype=pl.Float64),
-        verdict=pl.Series(env_verdicts.astype(str), dtype=pl.String),
-        insufficient_data=pl.col("n") < settings.min_pairs,
-    )
+    documents = version_documents(mine, settings.confidence)
 
-    # Pass rate: exact McNemar on discordant problems.
-    passes = pairs.select(
-        b=problem_passes(pl.col("b_passed"), settings),
-        c=problem_passes(pl.col("c_passed"), settings),
-    ).select(
-        baseline=pl.col("b").mean(),
-        candidate=pl.col("c").mean(),
-        baseline_only=(pl.col("b") & ~pl.col("c")).sum(),
-        candidate_only=(~pl.col("b") & pl.col("c")).sum(),
-    )
-    baseline_only = int(passes["baseline_only"].item() or 0)
-    candidate_only = int(passes["candidate_only"].item() or 0)
-    pass_p = stats.mcnemar_exact(baseline_only, candidate_only)
-
-    # Why: component split and the problems that regressed most.
-    grid = component_grid(mine, comps_lf, pairs_lf, baseline, candidate)
-    split = component_split(grid, n)
-    regressed = regressed_problems(pairs_lf, grid, settings)
-    if metadata is not None:
-        regressed = failure_reasons(regressed, metadata.lazy())
-    else:
-        regressed = regressed.with_columns(failing_reason=pl.lit(None, dtype=pl.String))
-
-    means = pairs.select(
-        b_score=pl.col("b_score").mean(),
-        c_score=pl.col("c_score").mean(),
-        d_weighted=(pl.col("c_weighted") - pl.col("b_weighted")).mean(),
-        d_penalty=(pl.col("c_penalty") - pl.col("b_penalty")).mean(),
-    ).row(0, named=True)
-    components_sum = float(split["delta"].sum()) if split.height else 0.0
-    delta = _f(tint.mean)
-    d_weighted = _f(means["d_weighted"])
-    d_penalty = _f(means["d_penalty"])
-    clamp_effect = (
-        None
-        if delta is None or d_weighted is None or d_penalty is None
-        else delta - (d_weighted - d_penalty)
-    )
-
-    # Cost per run, over the scored runs of the paired problems.
-    cost = (
-        mine.filter(pl.col("status") == "scored")
-        .join(pairs_lf.select(*KEY), on=list(KEY), how="semi")
-        .group_by("agent_version")
-        .agg(
-            runs=pl.len(),
-            runs_with_cost=pl.col("cost_usd").is_not_null().sum(),
-            cost_usd=pl.col("cost_usd").cast(pl.Float64).mean(),
-            tokens=pl.col("tokens").cast(pl.Float64).mean(),
-            wall_seconds=pl.col("wall_seconds").cast(pl.Float64).mean(),
-            score=pl.col("score").cast(pl.Float64).mean(),
-        )
-        .collect()
-    )
-
-    def cost_for(version: str) -> dict[str, Any]:
-        hit = cost.filter(pl.col("agent_version") == version)
-        if not hit.height:
-            return {
-                "runs": 0,
-                "runs_with_cost": 0,
-                "cost_usd": None,
-                "tokens": None,
-                "wall_seconds": None,
-                "score_per_run": None,
-            }
-        row = hit.row(0, named=True)
-        return {
-            "runs": int(row["runs"]),
-            "runs_with_cost": int(row["runs_with_cost"]),
-            "cost_usd": _f(row["cost_usd"]),
-            "tokens": _f(row["tokens"]),
-            "wall_seconds": _f(row["wall_seconds"]),
-            "score_per_run": _f(row["score"]),
-        }
-
-    cost_b, cost_c = cost_for(baseline), cost_for(candidate)
-    cost_delta = (
-        None
-        if cost_b["cost_usd"] is None or cost_c["cost_usd"] is None
-        else cost_c["cost_usd"] - cost_b["cost_usd"]
-    )
-
-    insufficient = n < settings.min_pairs
     notes = [m for m in [_interval_message(n, settings)] if m]
     if baseline == candidate:
         notes.append(
             "baseline and candidate are the same version: the difference is 0 by construction"
         )
     headline = (
-        f"{n} paired problems; candidate − baseline mean score = {_fmt(delta)} "
-        f"({round(settings.confidence * 100)}% paired t interval {_fmt(_f(tint.ci_low))} to "
-        f"{_fmt(_f(tint.ci_high))}): {overall_verdict}"
+        f"{n} paired problems; candidate − baseline mean score = {_fmt(overall['delta'])} "
+        f"({round(settings.confidence * 100)}% paired t interval {_fmt(overall['ci_low'])} to "
+        f"{_fmt(overall['ci_high'])}): {overall['verdict']}"
     )
     report: dict[str, Any] = {
         "agent": agent,
@@ -680,17 +774,10 @@ def compare_versions(
         "candidate": candidate,
         "method": stats.METHOD_PAIRED_T,
         "confidence": settings.confidence,
-        "paired_problems": n,
-        "baseline_mean": _f(means["b_score"]),
-        "candidate_mean": _f(means["c_score"]),
-        "delta": delta,
-        "ci_low": _f(tint.ci_low),
-        "ci_high": _f(tint.ci_high),
-        "se": _f(tint.se),
-        "p_value": _f(tint.p_value),
-        "verdict": overall_verdict,
-        "insufficient_data": insufficient,
-        "message": "; ".join([headline, *notes]),
+        **{k: overall[k] for k in _GATE_FIELDS if k not in ("holm_family", "p_value_holm")},
+        "regressed_env_types": decision["regressed_env_types"],
+        "gate": decision["gate"],
+        "message": "; ".join([headline, decision["gate"]["message"], *notes]),
         "bootstrap": {
             "method": stats.METHOD_BOOTSTRAP,
             "ci_low": _f(boot_low),
@@ -698,52 +785,13 @@ def compare_versions(
             "resamples": settings.bootstrap_resamples,
             "seed": settings.bootstrap_seed,
         },
-        "n_unpaired_baseline": scored_problems["baseline"] - n,
-        "n_unpaired_candidate": scored_problems["candidate"] - n,
-        "runs": {
-            "baseline": count_for(baseline, "runs"),
-            "candidate": count_for(candidate, "runs"),
+        **_counts(mine, baseline, candidate, n),
+        "per_env_type": decision["per_env_type"],
+        "versions": {
+            "baseline": _version_document(documents, baseline),
+            "candidate": _version_document(documents, candidate),
         },
-        "grader_errors": {
-            "baseline": count_for(baseline, "grader_errors"),
-            "candidate": count_for(candidate, "grader_errors"),
-        },
-        "problems_without_score": {
-            "baseline": count_for(baseline, "problems") - scored_problems["baseline"],
-            "candidate": count_for(candidate, "problems") - scored_problems["candidate"],
-        },
-        "per_env_type": [
-            {
-                "env_type": row["env_type"],
-                "paired_problems": int(row["n"]),
-                "baseline_mean": _f(row["baseline_mean"]),
-                "candidate_mean": _f(row["candidate_mean"]),
-                "delta": _f(row["delta"]),
-                "ci_low": _f(row["ci_low"]),
-                "ci_high": _f(row["ci_high"]),
-                "p_value": _f(row["p_value"]),
-                "verdict": row["verdict"],
-                "insufficient_data": bool(row["insufficient_data"]),
-            }
-            for row in env.to_dicts()
-        ],
-        "pass_rate": {
-            "definition": (
-                f"a problem passes when mean(passed) over its trials >= {settings.pass_threshold}"
-            ),
-            "method": "exact_mcnemar",
-            "baseline": _f(passes["baseline"].item()),
-            "candidate": _f(passes["candidate"].item()),
-            "delta": _f(
-                None
-                if passes["baseline"].item() is None
-                else passes["candidate"].item() - passes["baseline"].item()
-            ),
-            "discordant": baseline_only + candidate_only,
-            "baseline_only": baseline_only,
-            "candidate_only": candidate_only,
-            "p_value": pass_p,
-        },
+        "pass_rate_problems_paired": _paired_pass_rate(pairs),
         "components": [
             {
                 "component": row["component"],
@@ -754,21 +802,9 @@ def compare_versions(
             }
             for row in split.to_dicts()
         ],
-        "decomposition": {
-            "delta_weighted": d_weighted,
-            "components_sum": components_sum,
-            "delta_penalty": d_penalty,
-            "clamp_effect": clamp_effect,
-        },
-        "regressed_problems": [
-            {k: (_f(v) if isinstance(v, float) else v) for k, v in row.items()}
-            for row in regressed.to_dicts()
-        ],
-        "cost": {
-            "baseline": cost_b,
-            "candidate": cost_c,
-            "delta_cost_usd": cost_delta,
-        },
+        "decomposition": decomposition,
+        "regressed_problems": [_json_row(row) for row in regressed.to_dicts()],
+        "cost": _cost(mine, pairs.lazy(), baseline, candidate),
     }
     chart_pairs = pairs.select(
         *KEY,
@@ -786,102 +822,48 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 # --------------------------------------------------------------------------- history
 
 
-def version_order(runs: pl.LazyFrame, agent: str) -> pl.DataFrame:
-    """The agent's versions in order of first graded run (ties by version text)."""
-    return (
-        runs.filter(pl.col("agent") == agent)
-        .group_by("agent_version")
-        .agg(first_graded_at=pl.col("graded_at").min(), runs=pl.len())
-        .sort(["first_graded_at", "agent_version"], nulls_last=True)
-        .collect()
-    )
-
-
 def version_history(
     runs: pl.LazyFrame | pl.DataFrame,
     *,
     agent: str,
     settings: CompareSettings = DEFAULT_SETTINGS,
 ) -> list[dict[str, Any]]:
-    """Every version with mean score and pass rate (over problems, t intervals) and its step.
+    """Every version with its metrics (:mod:`pipeline.metrics`) and its step.
 
-    Each step is the paired comparison against the previous version (the
-    same pairing and interval as ``compare``).
+    Each step is the gate's comparison against the previous version (the same
+    pairing, interval and Holm correction as ``compare``).
     """
     runs_lf = runs.lazy()
     _require(runs_lf, RUN_COLUMNS, "task_runs")
     mine = runs_lf.filter(pl.col("agent") == agent).select(*RUN_COLUMNS)
-    order = version_order(mine, agent)
-    problems = per_problem(mine)
-    per_version = (
-        problems.group_by("agent_version")
-        .agg(
-            problems=pl.len(),
-            mean_score=pl.col("score").mean(),
-            score_sd=pl.col("score").std(ddof=1),
-            pass_rate=pl.col("passed").mean(),
-            pass_sd=pl.col("passed").std(ddof=1),
-        )
-        .collect()
-    )
-    errors = (
-        mine.group_by("agent_version")
-        .agg(grader_errors=(pl.col("status") == "grader_error").sum())
-        .collect()
-    )
-    table = (
-        order.join(per_version, on="agent_version", how="left")
-        .join(errors, on="agent_version", how="left")
-        .with_columns(pl.col("problems").fill_null(0))
-    )
-    score_t = stats.t_interval_from_moments(
-        table["problems"].to_numpy(),
-        table["mean_score"].fill_null(np.nan).to_numpy(),
-        table["score_sd"].fill_null(0.0).to_numpy(),
-        settings.confidence,
-    )
-    pass_t = stats.t_interval_from_moments(
-        table["problems"].to_numpy(),
-        table["pass_rate"].fill_null(np.nan).to_numpy(),
-        table["pass_sd"].fill_null(0.0).to_numpy(),
-        settings.confidence,
-    )
-    versions = table["agent_version"].to_list()
-    steps: list[dict[str, Any] | None] = [None]
-    # One paired comparison per consecutive pair of versions (a handful), never per row.
-    for previous, current in itertools.pairwise(versions):
-        pairs = paired_problems(mine, previous, current).collect()
-        t = stats.paired_t(pairs["diff"].to_numpy().astype(np.float64), settings.confidence)
-        steps.append(
-            {
-                "previous_version": previous,
-                "paired_problems": pairs.height,
-                "delta": _f(t.mean),
-                "ci_low": _f(t.ci_low),
-                "ci_high": _f(t.ci_high),
-                "p_value": _f(t.p_value),
-                "verdict": str(stats.verdict(t.ci_low, t.ci_high, pairs.height)),
-                "insufficient_data": pairs.height < settings.min_pairs,
-            }
-        )
+    order = gate.version_order(mine).collect()
+    steps = gate.step_table(gate.consecutive_pairs(mine).collect(), settings.confidence)
+    documents = version_documents(mine, settings.confidence)
+    versions = order["agent_version"].to_list()
     out: list[dict[str, Any]] = []
-    for i, row in enumerate(table.to_dicts()):
-        first = row["first_graded_at"]
+    # One document per version (a handful), never per run.
+    for i, row in enumerate(order.to_dicts()):
+        version, first = row["agent_version"], row["first_graded_at"]
+        step: dict[str, Any] | None = None
+        if i > 0:
+            mine_step = steps.filter(
+                (pl.col("baseline") == versions[i - 1]) & (pl.col("candidate") == version)
+            )
+            decision = gate_document(mine_step, settings.confidence)
+            step = {
+                "previous_version": versions[i - 1],
+                **decision["overall"],
+                "regressed_env_types": decision["regressed_env_types"],
+                "gate": decision["gate"],
+                "per_env_type": decision["per_env_type"],
+            }
         out.append(
             {
                 "agent": agent,
-                "agent_version": row["agent_version"],
+                "agent_version": version,
                 "first_graded_at": None if first is None else str(first),
-                "runs": int(row["runs"]),
-                "grader_errors": int(row["grader_errors"] or 0),
-                "problems": int(row["problems"]),
-                "mean_score": _f(row["mean_score"]),
-                "score_ci_low": _f(score_t.ci_low[i]),
-                "score_ci_high": _f(score_t.ci_high[i]),
-                "pass_rate": _f(row["pass_rate"]),
-                "pass_rate_ci_low": _f(pass_t.ci_low[i]),
-                "pass_rate_ci_high": _f(pass_t.ci_high[i]),
-                "step": steps[i],
+                **_version_document(documents, version),
+                "step": step,
             }
         )
     return out
@@ -1021,7 +1003,7 @@ def run_compare(
         html.write_text(render_comparison(result.report, result.pairs), encoding="utf-8")
         if not as_json:
             console.print(f"wrote {html}", highlight=False)
-    if fail_on_regression and result.report["verdict"] == stats.REGRESSION:
+    if fail_on_regression and result.report["gate"]["fails"]:
         return 1
     return 0
 
@@ -1082,7 +1064,7 @@ def _verdict_text(verdict: str) -> str:
 
 
 def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
-    """Readable tables: headline, per env type, pass rate, components, regressions, cost."""
+    """Readable tables: headline and gate, per env type, versions, components, regressions, cost."""
     from rich.markup import escape
 
     title = (
@@ -1091,8 +1073,9 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
         f"{round(report['confidence'] * 100)}% interval)"
     )
     head = Table(title=title, show_header=True)
-    for col in ("paired", "baseline", "candidate", "delta", "interval", "p", "verdict"):
+    for col in ("paired", "baseline", "candidate", "delta", "interval", "p", "verdict", "env"):
         head.add_column(col, justify="right", no_wrap=col in {"interval", "verdict"})
+    regressed = report["regressed_env_types"]
     head.add_row(
         str(report["paired_problems"]),
         _n(report["baseline_mean"]),
@@ -1101,8 +1084,14 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
         _interval(report["ci_low"], report["ci_high"]),
         _n(report["p_value"], 4),
         _verdict_text(report["verdict"]),
+        _verdict_text(stats.REGRESSION) + ": " + escape(", ".join(regressed))
+        if regressed
+        else "none regressed",
     )
     print_table(console, head)
+    gate_ = report["gate"]
+    style = "bold red" if gate_["fails"] else "green"
+    console.print(f"[{style}]{escape(gate_['message'])}[/]", highlight=False)
     console.print(escape(report["message"]), highlight=False)
     errors_ = report["grader_errors"]
     boot = report["bootstrap"]
@@ -1114,8 +1103,9 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
         highlight=False,
     )
 
-    env = Table(title="per env type")
-    for col in ("env_type", "paired", "baseline", "candidate", "delta", "interval", "p", "verdict"):
+    env = Table(title=f"per env type (gate: Holm over {gate_['holm_env_types']} env types)")
+    columns = ("env_type", "paired", "baseline", "candidate", "delta", "interval", "p", "p Holm")
+    for col in (*columns, "verdict", "gate"):
         env.add_column(col, justify="right", no_wrap=col in {"env_type", "interval", "verdict"})
     for row in report["per_env_type"]:
         env.add_row(
@@ -1126,17 +1116,56 @@ def print_comparison(console: Console, report: Mapping[str, Any]) -> None:
             _fmt(row["delta"], 3),
             _interval(row["ci_low"], row["ci_high"]),
             _n(row["p_value"], 4),
+            _n(row["p_value_holm"], 4),
             _verdict_text(row["verdict"]),
+            _verdict_text(row["gate_verdict"]),
         )
     print_table(console, env)
+    print_version_metrics(
+        console,
+        "each version over all its scored runs and problems",
+        [report["versions"]["baseline"], report["versions"]["candidate"]],
+    )
 
-    pr = report["pass_rate"]
+    pr = report["pass_rate_problems_paired"]
     console.print(
-        f"pass rate: baseline {_n(pr['baseline'])}, candidate {_n(pr['candidate'])}; "
-        f"discordant {pr['discordant']} (baseline only {pr['baseline_only']}, candidate only "
-        f"{pr['candidate_only']}), exact McNemar p = {_n(pr['p_value'], 4)}",
+        f"pass_rate_problems over paired problems: baseline {_n(pr['baseline'])}, candidate "
+        f"{_n(pr['candidate'])}; discordant {pr['discordant']} (baseline only "
+        f"{pr['baseline_only']}, candidate only {pr['candidate_only']}), exact McNemar p = "
+        f"{_n(pr['p_value'], 4)}",
         highlight=False,
     )
+    _print_why(console, report)
+
+
+def print_version_metrics(console: Console, title: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The metrics of :mod:`pipeline.metrics`, one line per version, named for what they are."""
+    from rich.markup import escape
+
+    table = Table(
+        title=title,
+        caption="*_runs: over scored runs; *_problems: over problems (trials averaged, a "
+        "problem passes on a majority of its trials); rates: Wilson 95%; mean_score_runs: "
+        "normal 95%; mean_score_problems: t 95%",
+    )
+    for col in ("version", "runs", "grader errors", "problems", *metrics.METRICS):
+        table.add_column(col, justify="right", no_wrap=col == "version")
+    for row in rows:
+        table.add_row(
+            escape(str(row["agent_version"])),
+            str(row["runs"]),
+            str(row["grader_errors"]),
+            str(row["problems"]),
+            *(
+                f"{_n(row[m])}\n{_interval(row[f'{m}_ci_low'], row[f'{m}_ci_high'], signed=False)}"
+                for m in metrics.METRICS
+            ),
+        )
+    print_table(console, table)
+
+
+def _print_why(console: Console, report: Mapping[str, Any]) -> None:
+    from rich.markup import escape
 
     comp = Table(title="change in mean score by component (contribution)")
     for col in ("component", "baseline", "candidate", "delta"):
@@ -1186,34 +1215,48 @@ def print_history(console: Console, agent: str, rows: Sequence[Mapping[str, Any]
 
     table = Table(
         title=f"{escape(agent)}: versions in order of first graded run",
-        caption="mean over problems (trials averaged first), 95% t intervals; "
-        "step = paired comparison with the previous version",
+        caption="mean_score_problems: mean over problems (trials averaged first), 95% t; "
+        "pass_rate_problems: share of problems passing on a majority of trials, 95% Wilson; "
+        "step = paired comparison with the previous version; env regressions after Holm "
+        "over the env types",
     )
     table.add_column("version", no_wrap=True)
     table.add_column("first graded", min_width=10)
     table.add_column("runs", justify="right", min_width=4)
     table.add_column("problems", justify="right", min_width=4)
-    table.add_column("mean score", min_width=14)
-    table.add_column("pass rate", min_width=14)
+    table.add_column("mean_score_problems", min_width=14)
+    table.add_column("pass_rate_problems", min_width=14)
     table.add_column("step Δ", min_width=16)
     table.add_column("verdict", no_wrap=True)
+    table.add_column("env regressions (Holm)")
     for row in rows:
         step = row["step"]
         first = row["first_graded_at"]
-        score_ci = _interval(row["score_ci_low"], row["score_ci_high"], signed=False)
-        pass_ci = _interval(row["pass_rate_ci_low"], row["pass_rate_ci_high"], signed=False)
-        step_text = ""
+        score_ci = _interval(
+            row["mean_score_problems_ci_low"], row["mean_score_problems_ci_high"], signed=False
+        )
+        pass_ci = _interval(
+            row["pass_rate_problems_ci_low"], row["pass_rate_problems_ci_high"], signed=False
+        )
+        step_text, envs = "", ""
         if step is not None:
             step_text = f"{_fmt(step['delta'], 3)}\n{_interval(step['ci_low'], step['ci_high'])}"
             step_text += "\n(few pairs)" if step["insufficient_data"] else ""
+            regressed = step["regressed_env_types"]
+            envs = (
+                f"[bold red]{escape(', '.join(regressed))}[/]"
+                if regressed
+                else f"none of {step['gate']['holm_env_types']}"
+            )
         table.add_row(
             escape(str(row["agent_version"])),
             "" if first is None else escape(str(first)[:16]),
             str(row["runs"]),
             str(row["problems"]),
-            f"{_n(row['mean_score'])}\n{score_ci}",
-            f"{_n(row['pass_rate'])}\n{pass_ci}",
+            f"{_n(row['mean_score_problems'])}\n{score_ci}",
+            f"{_n(row['pass_rate_problems'])}\n{pass_ci}",
             step_text,
             "" if step is None else _verdict_text(step["verdict"]),
+            envs,
         )
     print_table(console, table)

@@ -23,7 +23,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import evolution, surface
+from pipeline import evolution, surface, version_regressions
 from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
@@ -291,8 +291,14 @@ def ingest_locked(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     limits: Limits | None = None,
     extra_documents: dict[Path, object] | None = None,
+    refresh_regressions: bool = False,
 ) -> IngestReport:
-    """ingest(), for a caller that already holds the lake's lock."""
+    """ingest(), for a caller that already holds the lake's lock.
+
+    With ``refresh_regressions`` (an ingest that no scoring follows) the lake's
+    version_regressions table is rebuilt in the same transaction: new runs can
+    add a version and so change which versions are consecutive.
+    """
     started = time.perf_counter()
     env_rubric = rubric or current_rubric(lake) or parse_rubric({})
     env_types = sorted(env_rubric.task.envs)
@@ -348,6 +354,9 @@ def ingest_locked(
             evolution.remember(tx, lake, found, known)
         for target, document in (extra_documents or {}).items():
             tx.write_json(target, document)
+        scored_under = current_rubric(lake) if refresh_regressions else None
+        if scored_under is not None:
+            version_regressions.stage(lake, scored_under.rubric_id, tx)
     return IngestReport(
         batch_id=batch_id,
         files=len(files),
@@ -554,6 +563,8 @@ def score_locked(
                 for path in lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, name)):
                     if path.stem not in parts:
                         tx.delete(path)
+        # The gate's table follows the scores it is computed from, in the same commit.
+        version_regressions.stage(lake, rubric.rubric_id, tx)
         tx.write_json(
             lk.state_path(lake, CURRENT_RUBRIC),
             {"rubric_id": rubric.rubric_id, "resolved": rubric.resolved},
@@ -717,7 +728,14 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
     finally:
         con.close()
     table = Table(title="runs and mean score by agent and version")
-    for column in ("agent", "version", "runs", "grader errors", "mean score", "pass rate"):
+    for column in (
+        "agent",
+        "version",
+        "runs",
+        "grader errors",
+        "mean_score_runs",
+        "pass_rate_runs",
+    ):
         table.add_column(column, justify="right" if column not in ("agent", "version") else "left")
     for agent, version, runs, errors_, mean, rate in rows:
         table.add_row(

@@ -62,6 +62,9 @@ SCORE_FAMILIES = {
     "task_runs": ("task_scores", "task_component_scores"),
     "surface_runs": ("surface_scores", "surface_finding_scores", "surface_phase_scores"),
 }
+# Score tables of a whole rubric, not of a part: rebuilt whenever that rubric's scores change.
+VERSION_REGRESSIONS = "version_regressions"
+RUBRIC_TABLES = (VERSION_REGRESSIONS,)
 
 
 # Fault injection for the crash tests: with PIPELINE_CRASH_AT=N the process
@@ -282,6 +285,22 @@ class Transaction:
             for move in self.moves
             if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
         ]
+
+    def files_after(self, directory: Path) -> list[Path]:
+        """The Parquet files ``directory`` will hold once this transaction commits (staged
+        files in place of those they replace, deleted ones gone), to read before the commit."""
+        staged = {
+            Path(move["to"]).name: Path(move["from"])
+            for move in self.moves
+            if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
+        }
+        doomed = set(self.deletes)
+        kept = [
+            path
+            for path in parquet_files(directory)
+            if path.name not in staged and str(path) not in doomed
+        ]
+        return sorted(kept) + [staged[name] for name in sorted(staged)]
 
     def commit(self) -> None:
         # A file both rewritten and listed for deletion is kept: the rewrite wins.

@@ -143,7 +143,9 @@ def survey(lake: Path) -> Survey:
     for path in _score_files(lake):
         if path.stem == EMPTY_STEM:
             continue
-        if path.stem not in whole:
+        # Per-part score tables follow their part; a per-rubric table (version_regressions)
+        # has no part and is rebuilt with the rubric's scores, so only its readability counts.
+        if path.parent.name not in lk.RUBRIC_TABLES and path.stem not in whole:
             strays.append(path)
         elif _rows(path) is None:
             unreadable.append(path)

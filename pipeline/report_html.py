@@ -39,7 +39,8 @@ table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;font-size:.9em}
 th{background:#f3f3f3}td.t{text-align:left}
 .verdict{font-weight:bold;padding:.1em .5em;border-radius:.3em;color:#fff}
-.note{color:#555;max-width:60em}
+.note{color:#555;max-width:60em}.env-ok{font-size:.6em;color:#555}
+.env-regression{font-size:.7em}
 svg{background:#fff;border:1px solid #ddd}
 svg text{font-size:11px;fill:#333}
 """
@@ -269,6 +270,20 @@ def _cost_row(version: Any, c: Mapping[str, Any]) -> str:
     )
 
 
+def _env_badges(report: Mapping[str, Any]) -> str:
+    """Beside the overall verdict: each env type that regressed after Holm, or that none did."""
+    regressed = report["regressed_env_types"]
+    if not regressed:
+        k = report["gate"]["holm_env_types"]
+        return f'<span class="env-ok">no env type regressed (Holm over {esc(k)})</span>'
+    colour = VERDICT_COLOURS["regression"]
+    return " ".join(
+        f'<span class="verdict env-regression" style="background:{colour}">'
+        f"{esc(env)}: regression</span>"
+        for env in regressed
+    )
+
+
 def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
     """The whole page for one comparison (``report`` is the ``compare --json`` document)."""
     verdict = str(report["verdict"])
@@ -305,7 +320,9 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
                 "ci_low",
                 "ci_high",
                 "p_value",
+                "p_value_holm",
                 "verdict",
+                "gate_verdict",
             ],
         ),
         {
@@ -317,7 +334,9 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
             "ci_low": pl.Float64(),
             "ci_high": pl.Float64(),
             "p_value": pl.Float64(),
+            "p_value_holm": pl.Float64(),
             "verdict": pl.String(),
+            "gate_verdict": pl.String(),
         },
     )
     env_table = _table(
@@ -331,7 +350,9 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
             ("ci_low", f"{pct}% low", False),
             ("ci_high", f"{pct}% high", False),
             ("p_value", "p", False),
+            ("p_value_holm", "p (Holm)", False),
             ("verdict", "verdict", True),
+            ("gate_verdict", "gate (Holm)", True),
         ],
         "per-env",
     )
@@ -363,7 +384,7 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
         ],
         "components",
     )
-    pr = report["pass_rate"]
+    pr = report["pass_rate_problems_paired"]
     cost = report["cost"]
     boot = report["bootstrap"]
     dec = report["decomposition"]
@@ -379,7 +400,9 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <title>{title}</title><style>{_CSS}</style></head>
 <body>
-<h1>{title} <span class="verdict" style="background:{colour}">{esc(verdict)}</span></h1>
+<h1>{title} <span class="verdict" style="background:{colour}">{esc(verdict)}</span>
+{_env_badges(report)}</h1>
+<p id="gate" class="note"><strong>{esc(report["gate"]["message"])}</strong></p>
 <p class="note">{esc(report["message"])}</p>{warn}
 <table id="summary"><thead><tr><th>paired problems</th><th>baseline mean</th>
 <th>candidate mean</th><th>delta</th><th>{pct}% interval ({esc(report["method"])})</th>
@@ -406,7 +429,7 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
 weighted sum ({_num(dec["delta_weighted"], 4, True)}); penalties changed by
 {_num(dec["delta_penalty"], 4, True)}, clamping by {_num(dec["clamp_effect"], 4, True)}.</p>
 {components_table}
-<h2>Pass rate</h2>
+<h2>Pass rate over paired problems (pass_rate_problems)</h2>
 <p class="note">{esc(pr["definition"])}. Baseline {_num(pr["baseline"])}, candidate
 {_num(pr["candidate"])}; {_num(pr["discordant"])} discordant problems (baseline only
 {_num(pr["baseline_only"])}, candidate only {_num(pr["candidate_only"])}); exact McNemar

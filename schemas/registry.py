@@ -24,6 +24,7 @@ from schemas.tasks import (
     TaskPenalty,
     TaskRun,
     TaskScore,
+    VersionRegression,
 )
 
 LANDED: dict[str, type[pa.DataFrameModel]] = {
@@ -43,4 +44,7 @@ SCORED: dict[str, type[pa.DataFrameModel]] = {
     "surface_scores": SurfaceScore,
     "surface_finding_scores": SurfaceFindingScore,
     "surface_phase_scores": SurfacePhaseScore,
+    # Not per part: one file per rubric, rebuilt whenever that rubric's scores change
+    # (pipeline/version_regressions.py).
+    "version_regressions": VersionRegression,
 }

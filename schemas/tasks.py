@@ -162,3 +162,34 @@ class TaskComponentScore(pa.DataFrameModel):
     class Config:
         strict = True
         unique = ["run_id", "component"]
+
+
+VERDICTS = ("regression", "improvement", "no_change")
+
+
+class VersionRegression(pa.DataFrameModel):
+    """The release gate for each consecutive pair of versions of an agent, under one rubric:
+    one row per env type and one ``all`` row (pipeline.gate.step_table)."""
+
+    rubric_id: str
+    agent: str
+    env_type: str
+    baseline: str
+    candidate: str
+    paired_problems: pl.Int64 = pa.Field(ge=1)
+    baseline_mean: pl.Float64 = pa.Field(nullable=True)
+    candidate_mean: pl.Float64 = pa.Field(nullable=True)
+    delta: pl.Float64 = pa.Field(nullable=True)
+    se: pl.Float64 = pa.Field(nullable=True, ge=0)
+    ci_low: pl.Float64 = pa.Field(nullable=True)
+    ci_high: pl.Float64 = pa.Field(nullable=True)
+    p_value: pl.Float64 = pa.Field(nullable=True, ge=0, le=1)
+    verdict: str = pa.Field(isin=list(VERDICTS))
+    insufficient_data: bool
+    holm_family: pl.Int64 = pa.Field(ge=0)
+    p_value_holm: pl.Float64 = pa.Field(nullable=True, ge=0, le=1)
+    gate_verdict: str = pa.Field(isin=list(VERDICTS))
+
+    class Config:
+        strict = True
+        unique = ["rubric_id", "agent", "baseline", "candidate", "env_type"]

@@ -13,13 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import stats
+from pipeline import gate, stats
 from pipeline.compare import (
     CompareInputError,
     CompareSettings,
     compare_versions,
     failure_reasons,
-    paired_problems,
     version_history,
 )
 
@@ -120,10 +119,13 @@ def test_hand_computed_four_problem_comparison_with_trials_averaged() -> None:
     assert "too few to conclude" in r["message"]
     # Pass (mean passed >= 0.5): baseline p1 (0.4 fail, 0.6 pass → 0.5 → passes), p2, p3 pass,
     # p4 fails; candidate all pass → discordant: p4 only (candidate only) → p = 1.0
-    assert r["pass_rate"]["baseline"] == pytest.approx(0.75)
-    assert r["pass_rate"]["candidate"] == pytest.approx(1.0)
-    assert r["pass_rate"]["candidate_only"] == 1 and r["pass_rate"]["baseline_only"] == 0
-    assert r["pass_rate"]["p_value"] == pytest.approx(1.0)
+    assert r["pass_rate_problems_paired"]["baseline"] == pytest.approx(0.75)
+    assert r["pass_rate_problems_paired"]["candidate"] == pytest.approx(1.0)
+    assert (
+        r["pass_rate_problems_paired"]["candidate_only"] == 1
+        and r["pass_rate_problems_paired"]["baseline_only"] == 0
+    )
+    assert r["pass_rate_problems_paired"]["p_value"] == pytest.approx(1.0)
 
 
 def test_pairing_ignores_unpaired_problems_and_counts_grader_errors() -> None:
@@ -199,43 +201,53 @@ def test_aa_comparison_is_no_change() -> None:
     assert r["ci_low"] < 0 < r["ci_high"]
 
 
-def test_aa_false_regression_rate_through_the_pairing() -> None:
-    # 400 seeded A/A data sets, stacked as 400 "agents" in one frame: one pairing pass,
-    # then every interval at once.
-    reps, problems, trials = 400, 20, 2
+def test_aa_false_alarm_rate_of_the_whole_gate() -> None:
+    # 400 seeded A/A data sets, stacked as 400 agents in one frame, 4 env types of 10
+    # problems each: the gate (overall, and every env type after Holm) reads them all at once.
+    reps, problems, trials = 400, 40, 2
     rng = np.random.default_rng(99)
     true = rng.uniform(0.2, 0.8, (reps, problems, 1))
     scores = true + rng.normal(0, 0.15, (2, reps, problems, trials))
     ver, rep, prob, trial = np.indices(scores.shape)
+    envs = np.array(["exploit", "detect", "patch", "audit"])
     runs = pl.DataFrame(
         {
             "agent_version": np.where(ver.ravel() == 0, "A", "B"),
-            "rep": rep.ravel(),
+            "agent": rep.ravel().astype(str),
             "problem_id": prob.ravel().astype(str),
+            "env_type": envs[prob.ravel() % 4],
             "trial": trial.ravel(),
             "score": scores.ravel(),
         }
     ).with_columns(
-        env_type=pl.lit("detect"),
-        problem_id=pl.format("{}-{}", "rep", "problem_id"),
+        graded_at=pl.when(pl.col("agent_version") == "A")
+        .then(pl.lit(T0))
+        .otherwise(pl.lit(T0 + timedelta(days=1))),
         status=pl.lit("scored"),
-        run_id=pl.format("{}-{}-{}-{}", "agent_version", "rep", "problem_id", "trial"),
-        weighted=pl.col("score"),
-        penalty_total=pl.lit(0.0),
         passed=pl.col("score") >= 0.5,
-        gate_passed=pl.lit(True),
     )
-    pairs = (
-        paired_problems(runs.lazy(), "A", "B")
-        .with_columns(rep=pl.col("problem_id").str.split("-").list.first().cast(pl.Int64))
-        .sort("rep", "problem_id")
-        .collect()
+    table = gate.version_regressions(runs.lazy(), stats.DEFAULT_CONFIDENCE)
+    assert table.filter(pl.col("env_type") == "all").height == reps
+    assert set(table["holm_family"].unique().to_list()) == {1, 4}
+    fails = gate.gate_fails(table)
+    assert fails.height == reps
+    overall = table.filter(pl.col("env_type") == "all")
+    envs_only = table.filter(pl.col("env_type") != "all")
+    overall_rate = float((overall["verdict"] == "regression").mean())  # type: ignore[arg-type]
+    env_rate = float(
+        envs_only.group_by("agent")
+        .agg((pl.col("gate_verdict") == "regression").any())["gate_verdict"]
+        .mean()  # type: ignore[arg-type]
     )
-    d = pairs["diff"].to_numpy().reshape(reps, problems)
-    t = stats.paired_t(d)
-    v = stats.verdict(t.ci_low, t.ci_high, t.n)
-    assert float(np.mean(v == "regression")) < 0.05
-    assert float(np.mean(v != "no_change")) < 0.08
+    whole = float(fails["fails"].mean())  # type: ignore[arg-type]
+    # Each part alone is about 2.5% (one tail); the whole gate stays at or below 5%.
+    assert overall_rate < 0.05 and env_rate < 0.05
+    assert max(overall_rate, env_rate) <= whole <= 0.05
+    # Without Holm the four env tests alone would alarm more often than with it.
+    raw_rate = float(
+        envs_only.group_by("agent").agg((pl.col("verdict") == "regression").any())["verdict"].mean()  # type: ignore[arg-type]
+    )
+    assert raw_rate >= env_rate
 
 
 def test_component_split_adds_up_to_change_in_weighted() -> None:
@@ -487,15 +499,21 @@ def test_history_orders_by_first_graded_run_with_paired_steps() -> None:
     assert rows[1]["step"]["verdict"] == "regression"
     assert rows[2]["step"]["verdict"] == "no_change"
     for r in rows:
-        assert r["score_ci_low"] < r["mean_score"] < r["score_ci_high"]
+        assert r["mean_score_problems_ci_low"] < r["mean_score_problems"]
+        assert r["mean_score_problems"] < r["mean_score_problems_ci_high"]
         assert r["problems"] == 60 and r["runs"] == 180
+        assert r["ci_methods"]["mean_score_problems"] == "t_over_problems"
+    # each step carries the gate: per env type, Holm over the 4 env types
+    assert rows[1]["step"]["gate"]["holm_env_types"] == 4
+    assert len(rows[1]["step"]["per_env_type"]) == 4
 
 
 def _version_history_view(runs: pl.DataFrame) -> pl.DataFrame:
     con = duckdb.connect()
     try:
         con.register("task_runs", runs)
-        con.execute((REPO / "pipeline" / "sql" / "50_version_history.sql").read_text())
+        for name in ("03_macros", "12_stg_problem_outcomes", "50_version_history"):
+            con.execute((REPO / "pipeline" / "sql" / f"{name}.sql").read_text())
         frame = con.sql("select * from version_history order by agent, version_index").pl()
         assert isinstance(frame, pl.DataFrame)
         return frame
@@ -515,10 +533,13 @@ def test_version_history_view_matches_the_python_history() -> None:
     assert view["previous_version"].to_list() == [None, "b", "a"]
     assert view["grader_errors"].to_list() == [1, 0, 0]
     for i, row in enumerate(view.to_dicts()):
-        assert row["mean_score"] == pytest.approx(py[i]["mean_score"], abs=1e-12)
+        for metric in ("mean_score_problems", "pass_rate_problems", "mean_score_runs"):
+            assert row[metric] == pytest.approx(py[i][metric], abs=1e-12), metric
+        for bound in ("pass_rate_problems_ci_high", "pass_rate_runs_ci_low"):
+            assert row[bound] == pytest.approx(py[i][bound], abs=1e-12), bound
         # the view's t table is rounded to 6 decimals
-        assert row["score_ci_low"] == pytest.approx(py[i]["score_ci_low"], abs=1e-6)
-        assert row["pass_rate_ci_high"] == pytest.approx(py[i]["pass_rate_ci_high"], abs=1e-6)
+        low = "mean_score_problems_ci_low"
+        assert row[low] == pytest.approx(py[i][low], abs=1e-6)
     assert view["step_verdict_approx"].to_list() == [None, "improvement", "no_change"]
 
 
@@ -533,5 +554,5 @@ def test_version_history_view_t_critical_values() -> None:
         ]
         view = _version_history_view(run_rows(rows))
         row = view.row(0, named=True)
-        crit = (row["score_ci_high"] - row["mean_score"]) / row["score_se"]
+        crit = (row["mean_score_problems_ci_high"] - row["mean_score_problems"]) / row["score_se"]
         assert crit == pytest.approx(sps.t.ppf(0.975, n - 1), abs=2e-5), n

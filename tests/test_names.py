@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import jobs
-from pipeline.lake import LANDED_TABLES, SCORE_TABLES
+from pipeline.lake import LANDED_TABLES, RUBRIC_TABLES, SCORE_TABLES
 from pipeline.rubric import parse_rubric
 from tests.strategies import (
     HOSTILE_NAMES,
@@ -31,7 +31,16 @@ from tests.strategies import (
 # Every file the pipeline writes has a name it made itself: batch ids, table
 # names, rubric-key hashes. Nothing else may appear under the lake.
 SAFE_PART = re.compile(r"^[A-Za-z0-9_.\-]+$")
-KNOWN_DIRS = {*LANDED_TABLES, *SCORE_TABLES, "scores", "_state", "_staging", "_parts", "_runs"}
+KNOWN_DIRS = {
+    *LANDED_TABLES,
+    *SCORE_TABLES,
+    *RUBRIC_TABLES,
+    "scores",
+    "_state",
+    "_staging",
+    "_parts",
+    "_runs",
+}
 HEX_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 

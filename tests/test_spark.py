@@ -162,13 +162,14 @@ def _sorted(frame: pl.DataFrame, table: str) -> pl.DataFrame:
 
 
 def _score_files(lake: Path, rubric: Rubric) -> dict[str, Path]:
-    """Every score file of one rubric, by path below the lake (the warehouse's
-    schema-only placeholders are not scores)."""
+    """Every per-part score file of one rubric, by path below the lake (the warehouse's
+    schema-only placeholders are not scores; version_regressions is the rubric's, not an
+    engine's)."""
     root = lake / "scores" / lk.rubric_key(rubric.rubric_id)
     return {
         str(path.relative_to(lake)): path
         for path in sorted(root.rglob("*.parquet"))
-        if path.stem != jobs.EMPTY_STEM
+        if path.stem != jobs.EMPTY_STEM and path.parent.name in lk.SCORE_TABLES
     }
 
 

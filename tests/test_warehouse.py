@@ -69,10 +69,10 @@ def test_wilson_macro_matches_hand_arithmetic(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     con = con_of(tmp_path)
     low, high = con.execute("select wilson_low(0.5, 4), wilson_high(0.5, 4)").fetchone() or (0, 0)
-    # centre (0.5 + 3.8416/8) / (1 + 3.8416/4) = 0.9802 / 1.9604 = 0.5;
-    # half-width 1.96·sqrt(0.0625 + 3.8416/64) / 1.9604 = 1.96·0.350036 / 1.9604 = 0.349964
-    assert low == pytest.approx(0.150036, abs=1e-6)
-    assert high == pytest.approx(0.849964, abs=1e-6)
+    # z = 1.959963985, z² = 3.841459: centre (0.5 + z²/8) / (1 + z²/4) = 0.5;
+    # half-width z·sqrt(0.0625 + z²/64) / (1 + z²/4) = 1.959964·0.350033 / 1.960365 = 0.349961
+    assert low == pytest.approx(0.150039, abs=1e-6)
+    assert high == pytest.approx(0.849961, abs=1e-6)
 
 
 def test_empty_lake_has_every_view_and_no_rows(tmp_path: Path) -> None:

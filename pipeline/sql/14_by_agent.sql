@@ -1,22 +1,52 @@
--- by_agent: per (agent, agent_version, env_type): runs, grader errors (counted
--- apart, never in a mean), mean score with its standard error and 95% interval,
--- pass rate with a 95% Wilson interval, mean cost per run.
+-- by_agent: per (agent, agent_version, env_type): runs, grader errors (counted apart, never
+-- in a mean), and the metrics of 03_macros.sql at both levels:
+--   mean_score_runs, pass_rate_runs          over scored runs
+--   mean_score_problems, pass_rate_problems  over problems (trials averaged; a problem
+--                                            passes on a majority of its trials)
+-- each with a 95% interval (*_ci_low, *_ci_high): rates Wilson, means as *_ci_method says.
+-- The contract's mean_score and pass_rate are the run-level ones (aliases), as are
+-- score_se, score_ci_low/high and pass_rate_ci_low/high.
 create or replace view by_agent as
-with scored as (
+with run_level as (
     select
         agent,
         agent_version,
         env_type,
         count(*) as runs,
         count(*) filter (where status = 'grader_error') as grader_errors,
-        count(score) as scored_runs,
-        avg(score) as mean_score,
-        stddev_samp(score) / sqrt(count(score)) as score_se,
-        avg(case when passed then 1.0 when not passed then 0.0 end) as pass_rate,
-        count(passed) as pass_n,
+        count(*) filter (where status = 'scored') as scored_runs,
+        mean_score_runs(status, score) as mean_score_runs,
+        score_sd_runs(status, score) as score_sd_runs,
+        pass_rate_runs(status, passed) as pass_rate_runs,
+        pass_n_runs(status, passed) as pass_n_runs,
         avg(cost_usd) as mean_cost_usd
     from task_runs
     group by agent, agent_version, env_type
+),
+problem_level as (
+    -- Ordered: stg_problem_outcomes comes from a parallel aggregate whose row order varies,
+    -- and a float sum in another order differs in the last bit from run to run.
+    select
+        agent,
+        agent_version,
+        env_type,
+        count(*) as problems,
+        avg(score order by problem_id) as mean_score_problems,
+        stddev_samp(score order by problem_id) as score_sd_problems,
+        pass_rate_problems(passes) as pass_rate_problems
+    from stg_problem_outcomes
+    group by agent, agent_version, env_type
+),
+joined as (
+    select
+        r.*,
+        coalesce(p.problems, 0) as problems,
+        p.mean_score_problems,
+        p.score_sd_problems,
+        p.pass_rate_problems
+    from run_level as r
+    left join problem_level as p
+        on p.agent = r.agent and p.agent_version = r.agent_version and p.env_type = r.env_type
 )
 select
     agent,
@@ -25,12 +55,27 @@ select
     runs,
     grader_errors,
     scored_runs,
-    mean_score,
-    score_se,
-    mean_score - 1.96 * score_se as score_ci_low,
-    mean_score + 1.96 * score_se as score_ci_high,
-    pass_rate,
-    wilson_low(pass_rate, pass_n) as pass_rate_ci_low,
-    wilson_high(pass_rate, pass_n) as pass_rate_ci_high,
+    problems,
+    mean_score_runs as mean_score,
+    score_sd_runs / sqrt(scored_runs) as score_se,
+    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as score_ci_low,
+    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as score_ci_high,
+    pass_rate_runs as pass_rate,
+    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_ci_low,
+    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_ci_high,
+    mean_score_runs,
+    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_low,
+    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_high,
+    'normal_over_runs' as mean_score_runs_ci_method,
+    pass_rate_runs,
+    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_low,
+    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_high,
+    mean_score_problems,
+    t_ci_low(mean_score_problems, score_sd_problems, problems) as mean_score_problems_ci_low,
+    t_ci_high(mean_score_problems, score_sd_problems, problems) as mean_score_problems_ci_high,
+    't_over_problems' as mean_score_problems_ci_method,
+    pass_rate_problems,
+    wilson_low(pass_rate_problems, problems) as pass_rate_problems_ci_low,
+    wilson_high(pass_rate_problems, problems) as pass_rate_problems_ci_high,
     mean_cost_usd
-from scored
+from joined

@@ -1,11 +1,12 @@
--- The closing summary of `make run`: runs and mean score by agent and version.
+-- The closing summary of `make run`: runs, mean score and pass rate by agent and version,
+-- both over scored runs (the run-level metrics of 03_macros.sql).
 select
     agent,
     agent_version,
     count(*) as runs,
     count(*) filter (where status = 'grader_error') as grader_errors,
-    avg(score) as mean_score,
-    avg(case when passed then 1.0 when not passed then 0.0 end) as pass_rate
+    mean_score_runs(status, score) as mean_score_runs,
+    pass_rate_runs(status, passed) as pass_rate_runs
 from task_runs
 group by agent, agent_version
 order by agent, min(graded_at)

@@ -1,0 +1,163 @@
+"""One definition of each metric a version is described by, at two levels.
+
+- **Run level** (``*_runs``): over the scored runs (grader errors excluded and
+  counted). ``mean_score_runs`` is the mean score of those runs, its interval
+  normal (mean ± z·sd/√n, method ``normal_over_runs``); ``pass_rate_runs`` the
+  share of them that passed, with a Wilson interval.
+- **Problem level** (``*_problems``): a problem is ``(problem_id, env_type)``;
+  its score is the mean over its scored trials, and it *passes* when at least
+  half of its scored trials passed (``mean(passed) >= 0.5``, a majority, ties
+  passing). ``mean_score_problems`` is the mean of the problem scores, its
+  interval Student t with problems − 1 df (method ``t_over_problems``, the
+  clustered interval of Miller 2024); ``pass_rate_problems`` the share of
+  problems that pass, with a Wilson interval.
+
+The warehouse views compute the same with the macros of ``sql/03_macros.sql``
+and the view ``stg_problem_outcomes``; a test checks they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+from scipy import stats as sps
+
+from pipeline import stats
+
+KEY: Final = ("problem_id", "env_type")
+STATUS_SCORED: Final = "scored"
+STATUS_GRADER_ERROR: Final = "grader_error"
+# "a problem passes for a version when its mean passed >= 0.5" (majority of trials)
+PROBLEM_PASS_THRESHOLD: Final = 0.5
+METHOD_NORMAL_RUNS: Final = "normal_over_runs"
+METHOD_T_PROBLEMS: Final = "t_over_problems"
+METHOD_WILSON: Final = "wilson"
+# The interval method of each metric, carried beside the numbers (JSON and views).
+METHODS: Final = {
+    "mean_score_runs": METHOD_NORMAL_RUNS,
+    "pass_rate_runs": METHOD_WILSON,
+    "mean_score_problems": METHOD_T_PROBLEMS,
+    "pass_rate_problems": METHOD_WILSON,
+}
+METRICS: Final = tuple(METHODS)
+COUNTS: Final = ("runs", "grader_errors", "scored_runs", "problems")
+
+
+def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) -> pl.LazyFrame:
+    """Per ``by`` and problem: scored trials, mean score, share passed and whether it passes.
+
+    ``extra`` aggregations over the problem's scored trials ride along (compare's
+    per-problem weighted sum, penalty, worst trial).
+    """
+    scored = runs.filter(pl.col("status") == STATUS_SCORED)
+    return (
+        scored.group_by(list(dict.fromkeys([*by, *KEY])))
+        .agg(
+            trials=pl.len(),
+            score=pl.col("score").cast(pl.Float64).mean(),
+            passed_share=pl.col("passed").cast(pl.Float64).mean(),
+            **extra,
+        )
+        .with_columns(passes=pl.col("passed_share") >= PROBLEM_PASS_THRESHOLD)
+    )
+
+
+def z_value(confidence: float) -> float:
+    """The two-sided normal quantile (1.959963984540054 at 95%, as the SQL macro z95)."""
+    return float(sps.norm.ppf(0.5 + confidence / 2.0))
+
+
+def wilson(rate: str, n: str, z: float) -> list[pl.Expr]:
+    """The Wilson score interval of ``rate`` over ``n`` trials (never outside [0, 1])."""
+    p, count = pl.col(rate), pl.col(n).cast(pl.Float64)
+    centre = p + z**2 / (2 * count)
+    half = z * (p * (1 - p) / count + z**2 / (4 * count**2)).sqrt()
+    scale = 1 + z**2 / count
+    ok = count > 0
+    return [
+        pl.when(ok).then((centre - half) / scale).alias(f"{rate}_ci_low"),
+        pl.when(ok).then((centre + half) / scale).alias(f"{rate}_ci_high"),
+    ]
+
+
+def version_metrics(
+    runs: pl.LazyFrame | pl.DataFrame,
+    by: Sequence[str],
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+) -> pl.DataFrame:
+    """Counts and the four metrics with their intervals, per ``by`` (e.g. agent, version)."""
+    lf = runs.lazy()
+    is_scored = pl.col("status") == STATUS_SCORED
+    run_level = lf.group_by(by).agg(
+        runs=pl.len().cast(pl.Int64),
+        grader_errors=(pl.col("status") == STATUS_GRADER_ERROR).sum().cast(pl.Int64),
+        scored_runs=is_scored.sum().cast(pl.Int64),
+        mean_score_runs=pl.col("score").cast(pl.Float64).filter(is_scored).mean(),
+        _sd_runs=pl.col("score").cast(pl.Float64).filter(is_scored).std(ddof=1),
+        pass_rate_runs=pl.col("passed").cast(pl.Float64).filter(is_scored).mean(),
+        _pass_n_runs=pl.col("passed").filter(is_scored).count().cast(pl.Int64),
+    )
+    problem_level = (
+        problem_outcomes(lf, by)
+        # A group_by's output order varies; summing floats in a fixed order gives the
+        # same last bit on every run.
+        .sort([*dict.fromkeys([*by, *KEY])])
+        .group_by(by, maintain_order=True)
+        .agg(
+            problems=pl.len().cast(pl.Int64),
+            mean_score_problems=pl.col("score").mean(),
+            _sd_problems=pl.col("score").std(ddof=1),
+            pass_rate_problems=pl.col("passes").cast(pl.Float64).mean(),
+            _pass_n_problems=pl.col("passes").count().cast(pl.Int64),
+        )
+    )
+    table = (
+        run_level.join(problem_level, on=list(by), how="left", nulls_equal=True)
+        .with_columns(pl.col("problems").fill_null(0))
+        .sort(list(by))
+        .collect()
+    )
+    z = z_value(confidence)
+    normal_half = z * pl.col("_sd_runs") / pl.col("scored_runs").cast(pl.Float64).sqrt()
+    t = stats.t_interval_from_moments(
+        table["problems"].to_numpy(),
+        table["mean_score_problems"].fill_null(np.nan).to_numpy(),
+        table["_sd_problems"].fill_null(0.0).to_numpy(),
+        confidence,
+    )
+    return table.with_columns(
+        (pl.col("mean_score_runs") - normal_half).alias("mean_score_runs_ci_low"),
+        (pl.col("mean_score_runs") + normal_half).alias("mean_score_runs_ci_high"),
+        pl.Series("mean_score_problems_ci_low", t.ci_low, dtype=pl.Float64).fill_nan(None),
+        pl.Series("mean_score_problems_ci_high", t.ci_high, dtype=pl.Float64).fill_nan(None),
+        *wilson("pass_rate_runs", "_pass_n_runs", z),
+        *wilson("pass_rate_problems", "_pass_n_problems", z),
+    ).select(*by, *COUNTS, *(c for m in METRICS for c in (m, f"{m}_ci_low", f"{m}_ci_high")))
+
+
+def as_documents(table: pl.DataFrame, by: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of :func:`version_metrics` as JSON-ready dicts, each with its interval methods."""
+    rows = []
+    for row in table.to_dicts():
+        clean = {
+            k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()
+        }
+        rows.append({**clean, "ci_methods": dict(METHODS)})
+    return rows
+
+
+def metric_document(table: pl.DataFrame, by: Sequence[str], **where: str) -> dict[str, Any]:
+    """The one row of ``table`` matching ``where`` (every metric null when there is none)."""
+    hit = table
+    for column, value in where.items():
+        hit = hit.filter(pl.col(column) == value)
+    docs = as_documents(hit, by)
+    if docs:
+        return docs[0]
+    empty: dict[str, Any] = {c: 0 for c in COUNTS}
+    for m in METRICS:
+        empty |= {m: None, f"{m}_ci_low": None, f"{m}_ci_high": None}
+    return {**where, **empty, "ci_methods": dict(METHODS)}

@@ -1,0 +1,55 @@
+"""The lake's ``version_regressions`` table: the release gate for every consecutive pair of
+versions of every agent, under the current rubric.
+
+The numbers are those ``compare`` gates on (:func:`pipeline.gate.step_table`, paired t with
+scipy's t quantile and Holm over env types), so an analyst reads them with one select
+instead of re-deriving a t quantile in SQL. They depend on the landed runs and on the
+rubric's scores, so the table is rebuilt inside every transaction that changes either
+(scoring, and a bare ingest), from the files that transaction will leave in place: the
+table never describes scores the lake does not hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from pipeline import gate, stats
+from pipeline import lake as lk
+from schemas import checked, polars_schema
+from schemas.registry import LANDED, SCORED
+
+TABLE: Final = lk.VERSION_REGRESSIONS
+# One file per rubric, named so it can never collide with a part's name.
+FILE_NAME: Final = "all-versions.parquet"
+RUN_COLUMNS: Final = ("run_id", "agent", "agent_version", "problem_id", "env_type", "graded_at")
+SCORE_COLUMNS: Final = ("run_id", "status", "score", "passed")
+
+
+def runs_after(lake: Path, rubric_id: str, tx: lk.Transaction) -> pl.LazyFrame:
+    """Every landed task run with its score under ``rubric_id``, as ``tx`` will leave them."""
+    landed = lk.scan_files(
+        tx.files_after(lk.table_dir(lake, "task_runs")), polars_schema(LANDED["task_runs"])
+    ).select(RUN_COLUMNS)
+    scores = lk.scan_files(
+        tx.files_after(lk.score_dir(lake, rubric_id, "task_scores")),
+        polars_schema(SCORED["task_scores"]),
+    ).select(SCORE_COLUMNS)
+    return landed.join(scores, on="run_id", how="left")
+
+
+def build(
+    runs: pl.LazyFrame, rubric_id: str, confidence: float = stats.DEFAULT_CONFIDENCE
+) -> pl.DataFrame:
+    """The table's rows (checked by its model) from warehouse-shaped runs."""
+    table = gate.version_regressions(runs, confidence).with_columns(rubric_id=pl.lit(rubric_id))
+    return checked(SCORED[TABLE], table)
+
+
+def stage(lake: Path, rubric_id: str, tx: lk.Transaction) -> int:
+    """Rebuild the table for ``rubric_id`` inside ``tx``; the number of rows written."""
+    frame = build(runs_after(lake, rubric_id, tx), rubric_id)
+    tx.write(lk.score_dir(lake, rubric_id, TABLE) / FILE_NAME, frame)
+    return frame.height
