@@ -186,5 +186,6 @@ def test_history_in_graded_order_with_paired_steps(lake: Path) -> None:
 
 def test_missing_warehouse_fails_clearly(tmp_path: Path) -> None:
     done = _compare(tmp_path / "nowhere", "1", "2")
-    assert done.returncode == 1
-    assert "no warehouse" in done.stderr
+    assert done.returncode == 2  # not a lake: a usage error (CONTRACT section 7)
+    assert "does not exist" in done.stderr
+    assert not (tmp_path / "nowhere").exists()

@@ -372,9 +372,9 @@ def test_another_rubric_keeps_the_landed_tables_and_replaces_every_score(tmp_pat
     other = parse_rubric({"task": {"failure_threshold": 0.9}})
     jobs.score(lake, other)  # scores under both rubrics are now in the lake
     back = build_warehouse(lake, DEFAULT.rubric_id)
-    # Copied, the five score tables' files swapped, the landed ones kept.
+
     assert back.incremental
-    assert back.files_loaded == back.files_dropped == 5
+    assert back.files_loaded == back.files_dropped == 6  # five per-part tables, version_regressions
     assert count(lake, "select count(distinct rubric_id) from task_runs") == 1
     assert (
         count(lake, "select count(*) from task_runs where rubric_id = ?", DEFAULT.rubric_id) == runs
