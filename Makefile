@@ -50,14 +50,18 @@ format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# loadgroup keeps the tests marked xdist_group("spark") on one worker, one JVM.
+# loadfile: a file's tests share one worker, so a module's fixtures (a built lake, the Spark
+# session and its JVM) are made once. (xdist's loadgroup does not group under pytest 9: the
+# group suffix it writes to item._nodeid is no longer part of the node id.)
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadfile
+
 test: lint typecheck
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(PYTEST)
 
 # The fast tier: everything but the tests marked slow (kill -9, Spark, Chromium, the
 # wheel, large fuzz and simulation runs); no linters.
 test-fast: setup-dev
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: setup
 	$(BIN)/python -m bench.run --n $(N)

@@ -264,6 +264,7 @@ def test_component_split_adds_up_to_change_in_weighted() -> None:
     assert worst["component"] in {"defect_matching", "summary_quality"}
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**31), st.integers(2, 12), st.integers(1, 4))
 def test_component_split_adds_up_exactly_for_ragged_components(

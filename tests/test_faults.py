@@ -77,7 +77,13 @@ def fail_on_call(number: int, real: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-@pytest.mark.parametrize("failing_write", [1, 3, 6])
+# The fast tier keeps one case of each fault; the full suite runs them all.
+SLOW_CASE = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "failing_write", [1, pytest.param(3, marks=SLOW_CASE), pytest.param(6, marks=SLOW_CASE)]
+)
 def test_disk_full_while_staging_leaves_the_lake_as_it_was(
     source: Path,
     clean: dict[str, Any],
@@ -187,7 +193,14 @@ def test_a_deleted_lake_file_is_restored_by_a_rerun(
     assert contents(lake) == clean
 
 
-@pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
+@pytest.mark.parametrize(
+    "table",
+    [
+        "task_runs",
+        pytest.param("task_components", marks=SLOW_CASE),
+        pytest.param("run_metadata", marks=SLOW_CASE),
+    ],
+)
 def test_a_corrupted_lake_file_is_repaired_by_a_rerun(
     table: str, source: Path, clean: dict[str, Any], tmp_path: Path
 ) -> None:

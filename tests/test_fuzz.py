@@ -326,6 +326,7 @@ def python_depth(value: Any) -> int:
     return 0
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(values=st.lists(json_values, min_size=1, max_size=20))
 def test_text_depth_equals_parsed_depth(values: list[Any]) -> None:

@@ -146,6 +146,7 @@ def test_duplicates_skipped_and_clashes_quarantined(tmp_path: Path) -> None:
     assert count(lake, "task_runs") == 3
 
 
+@pytest.mark.slow
 def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path: Path) -> None:
     # A chunk of 1 byte holds one line: each line is compared with what the chunks before
     # it staged (not yet in the lake) as well as with the lake.

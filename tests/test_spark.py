@@ -73,9 +73,8 @@ def _spark_missing() -> str | None:
 
 
 SPARK_MISSING = _spark_missing()
-# The Spark engine's tests share one lake and one JVM: one worker (make test runs
-# --dist loadgroup) and the slow tier.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
+# The slow tier; `make test` (--dist loadfile) runs this file on one worker: one lake, one JVM.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session")
