@@ -25,7 +25,6 @@ Decisions (also in the README):
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import stats
+from pipeline import jsonsafe, stats
 
 KEY: Final = ("problem_id", "env_type")
 SQL_QUERIES: Final = Path(__file__).resolve().parent / "sql" / "queries"
@@ -982,7 +981,8 @@ def _check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] 
 
 
 def _dump(document: Any) -> str:
-    return json.dumps(document, indent=2, sort_keys=False, default=str, allow_nan=False)
+    # At the output edge: a non-finite float becomes null (JSON has no NaN or inf).
+    return jsonsafe.dumps(document)
 
 
 def run_compare(

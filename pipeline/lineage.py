@@ -7,7 +7,6 @@ how the order of agent versions by mean score moved.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline import jsonsafe
 from pipeline import lake as lk
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
@@ -109,7 +109,7 @@ def rescore_diff(
 
 def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
     if as_json:
-        console.print_json(json.dumps(diff.to_dict(), default=str))
+        console.print_json(jsonsafe.dumps(diff.to_dict()))
         return
     table = Table(title=f"rescore {diff.rubric_from} -> {diff.rubric_to}, by env type")
     for column in diff.by_env_type.columns:

@@ -184,14 +184,12 @@ def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
 
 def _audit_fraction(column: str, label: str) -> pl.Expr:
     """CONTRACT 2: an audit's metadata has recall and precision, and its subscore is their
-    product: each must be a number in [0, 1] (required unless the grader broke)."""
+    product: each, when given, must be a number in [0, 1]. (One missing lands, flagged
+    ``audit_unverified`` by scoring: the subscore cannot be checked.)"""
     kind, value = pl.col(f"{column}__type"), pl.col(column)
     audit = pl.col("env_type") == AUDIT_ENV
-    broke = pl.col("env_internal_failure").fill_null(False)
     return (
-        pl.when(audit & ~broke & kind.is_in(["NULL"]).fill_null(True))
-        .then(pl.lit(f"audit record lacks `{label}` (a number in [0, 1])"))
-        .when(audit & kind.is_not_null() & ~kind.is_in([*NUMBER_TYPES, "NULL"]))
+        pl.when(audit & kind.is_not_null() & ~kind.is_in([*NUMBER_TYPES, "NULL"]))
         .then(pl.format("field `{}` must be a number in [0, 1], got {}", pl.lit(label), kind))
         .when(audit & kind.is_in(NUMBER_TYPES) & ~value.is_between(0.0, 1.0))
         .then(pl.format("field `{}` must lie in [0, 1], got {}", pl.lit(label), value))
