@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError
+from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError, StateFileError
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.warehouse import WarehouseError
 
@@ -350,7 +350,7 @@ def main() -> None:
     except LakeBusyError as exc:
         errors.print(f"[bold red]busy:[/] {exc}", highlight=False)
         sys.exit(EXIT_FAILED)
-    except (InputError, WarehouseError) as exc:
+    except (InputError, WarehouseError, StateFileError) as exc:
         errors.print(f"[bold red]failed:[/] {exc}", highlight=False)
         sys.exit(EXIT_FAILED)
     except Exception as exc:

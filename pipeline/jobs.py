@@ -28,11 +28,12 @@ from pipeline import surface
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
-from pipeline.parts import check_and_repair, manifest, manifest_path
+from pipeline.parts import check_and_repair, file_facts, manifest, manifest_path
 from pipeline.progress import progress, timed
 from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
+from pipeline.state import repair_state
 from pipeline.warehouse import build_warehouse, connect_read_only, warehouse_path
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
@@ -239,10 +240,14 @@ def ingest_locked(
             )
             frames = landed_frames(result.batch)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
-            for name in written:
-                tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+            facts = {
+                name: file_facts(
+                    tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+                )
+                for name in written
+            }
             if written:
-                tx.write_json(manifest_path(lake, part), manifest(written, lines.files))
+                tx.write_json(manifest_path(lake, part), manifest(written, lines.files, facts))
             if frames["task_runs"].height or frames["surface_runs"].height:
                 parts.append(part)
             for table in RUN_TABLES:
@@ -407,8 +412,10 @@ def pending_parts(lake: Path, rubric: Rubric) -> list[str]:
 
 
 def prepare(lake: Path) -> list[str]:
-    """Before any work, under the lock: finish or undo a dead run, then mend broken parts."""
+    """Before any work, under the lock: finish or undo a dead run, rebuild broken state
+    files, then mend broken parts."""
     notes = [f"recovered: {done}" for done in lk.recover(lake)]
+    notes += repair_state(lake)
     return notes + check_and_repair(lake).problems
 
 
@@ -430,6 +437,10 @@ def score_locked(
     # A different rubric means the whole history is rescored under it.
     full = full or before is None or before.rubric_id != rubric.rubric_id
     parts = all_parts(lake) if full else pending_parts(lake, rubric)
+    # Every file about to be read is hashed against its manifest first: a corrupt part is
+    # removed whole (its inputs will be read again) instead of scored.
+    verified = check_and_repair(lake, deep=parts)
+    parts = [part for part in parts if part not in verified.removed_parts]
     counts = {"task_scores": 0, "surface_scores": 0}
     seconds: dict[str, float] = {}
     with lk.Transaction(lake) as tx:
@@ -469,6 +480,7 @@ def score_locked(
         parts=len(parts),
         full=full,
         seconds=time.perf_counter() - started,
+        notes=verified.problems,
         stages=seconds,
     )
 
@@ -480,7 +492,7 @@ def score(
     with lk.lake_lock(lake):
         notes = prepare(lake)
         result = score_locked(lake, rubric, full=True, engine=engine, spark_master=spark_master)
-        result.notes = notes
+        result.notes = notes + result.notes
         build_warehouse(lake, rubric.rubric_id)
         return result
 

@@ -24,7 +24,7 @@ import polars as pl
 from pipeline import jobs
 from pipeline import lake as lk
 from pipeline.ingest import build_batch, dedupe, landed_frames
-from pipeline.parts import manifest, manifest_path
+from pipeline.parts import file_facts, manifest, manifest_path, read_manifest
 from pipeline.reader import LINE_SCHEMA, lines_of_text
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.warehouse import build_warehouse
@@ -116,11 +116,13 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
             for name, frame in frames.items()
             if name != "quarantine" and frame.height
         }
-        for name in written:
-            tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+        facts = {
+            name: file_facts(tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name]))
+            for name in written
+        }
         if written:
             sources = released["source"].unique().to_list()
-            tx.write_json(manifest_path(lake, part), manifest(written, sources))
+            tx.write_json(manifest_path(lake, part), manifest(written, sources, facts))
         touched = released.select("file").unique()["file"].to_list()
         for file in touched:
             kept = held.filter(pl.col("file") == file).join(
@@ -128,15 +130,17 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
             )
             # The quarantine file belongs to a part: its manifest follows the new count.
             owner = manifest_path(lake, Path(file).stem)
-            document = lk.read_json(owner, None)
+            document, _ = read_manifest(owner)
             if kept.height:
-                tx.write(Path(file), kept.drop("file", "file_row"))
+                staged = tx.write(Path(file), kept.drop("file", "file_row"))
                 if document is not None:
                     document["tables"]["quarantine"] = kept.height
+                    document.setdefault("files", {})["quarantine"] = file_facts(staged)
             else:
                 tx.delete(Path(file))
                 if document is not None:
                     document["tables"].pop("quarantine", None)
+                    document.get("files", {}).pop("quarantine", None)
             if document is not None:
                 tx.write_json(owner, document)
     return ReplayReport(
