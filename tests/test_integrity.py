@@ -6,8 +6,12 @@ warehouse are read back. Each test names the hole it closes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +388,159 @@ def test_json_output_never_holds_nan_or_inf() -> None:
     document = {"a": math.nan, "b": [math.inf, {"c": -math.inf}], "d": np.float64("nan"), "e": 1.5}
     text = jsonsafe.dumps(document)
     assert json.loads(text) == {"a": None, "b": [None, {"c": None}], "d": None, "e": 1.5}
+
+
+# --- corruption is detected -------------------------------------------------------------------
+
+SAMPLE_TASKS = Path(__file__).resolve().parents[1] / "data" / "sample" / "tasks"
+
+
+def _task_runs_count(lake: Path) -> int:
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        (runs,) = con.execute("select count(*) from task_runs").fetchone() or (0,)
+    finally:
+        con.close()
+    return int(runs)
+
+
+def _flip(path: Path, position: int, *, keep_mtime: bool) -> None:
+    """One byte of ``path`` inverted; with ``keep_mtime`` the file looks untouched to stat."""
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    data[position] ^= 0xFF
+    path.write_bytes(bytes(data))
+    if keep_mtime:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+@pytest.fixture(scope="module")
+def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    where = tmp_path_factory.mktemp("sample") / "lake"
+    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(where))
+    assert code == 0, output
+    return where, _task_runs_count(where)
+
+
+def _landed_file(lake: Path, table: str) -> Path:
+    return next(p for p in sorted((lake / table).glob("*.parquet")) if p.stem != "empty")
+
+
+FLIPS = random.Random(13)
+
+
+@pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
+def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
+    sample_lake: tuple[Path, int], tmp_path: Path, table: str
+) -> None:
+    original, _ = sample_lake
+    size = _landed_file(original, table).stat().st_size
+    for position in sorted(FLIPS.sample(range(size), 6)):
+        lake = tmp_path / f"lake-{position}"
+        shutil.copytree(original, lake)  # copy2: mtimes kept, as a flip on disk keeps them
+        target = _landed_file(lake, table)
+        _flip(target, position, keep_mtime=True)
+        code, output = invoke("check", "--lake", str(lake), "--json")
+        assert code == 1, (position, output)
+        violations = json.loads(output)["violations"]
+        assert any(str(target) in v and "SHA-256" in v for v in violations), violations
+        shutil.rmtree(lake)
+
+
+def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
+    sample_lake: tuple[Path, int], tmp_path: Path
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    target = _landed_file(lake, "task_runs")
+    _flip(target, target.stat().st_size // 2, keep_mtime=True)
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    assert "does not match its manifest's SHA-256" in output
+    assert "removed whole" in output
+    assert _task_runs_count(lake) < runs
+    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
+    assert code == 0, output
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    shutil.copytree(SAMPLE_TASKS, inbox)
+    assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
+    runs = _task_runs_count(lake)
+    target = _landed_file(lake, "task_components")
+    _flip(target, 100, keep_mtime=False)
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert "does not match its manifest's SHA-256" in output
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+# --- broken state names itself ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("relative", "content", "named"),
+    [
+        ("_state/current_rubric.json", b"", "restored as rubric"),
+        ("_state/current_rubric.json", b'{"rubric_id": 1}', "restored as rubric"),
+        ("_state/rubrics.json", b"\xff\xfe", "rebuilt with the current rubric"),
+        ("manifest", b"", "rebuilt from its"),
+    ],
+)
+def test_a_broken_state_file_is_named_and_repaired(
+    sample_lake: tuple[Path, int], tmp_path: Path, relative: str, content: bytes, named: str
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    path = (
+        sorted((lake / "_parts").glob("*.json"))[0] if relative == "manifest" else lake / relative
+    )
+    path.write_bytes(content)
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 1
+    # check names the file, or (for JSON of the wrong shape) the current rubric it holds.
+    assert str(path) in output or "current rubric does not parse" in output
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    note = next(line for line in output.splitlines() if str(path) in line)
+    assert named in note
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0, invoke("check", "--lake", str(lake))
+
+
+def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
+    sample_lake: tuple[Path, int], tmp_path: Path
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    (lake / "_state" / "current_rubric.json").write_bytes(b"")
+    (lake / "warehouse.duckdb").unlink()
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    assert "current_rubric.json is not valid JSON" in output
+    assert "rescores every part" in output
+    assert _task_runs_count(lake) == runs
+
+
+def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: Path) -> None:
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    shutil.copytree(SAMPLE_TASKS, inbox)
+    assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
+    runs = _task_runs_count(lake)
+    ledger = lake / "_state" / "ledger.json"
+    ledger.write_bytes(b"")
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert f"{ledger} is not valid JSON" in output
+    assert "reset to empty" in output
+    assert _task_runs_count(lake) == runs
+    assert set(json.loads(ledger.read_text())) == {
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in inbox.iterdir()
+    }
