@@ -8,8 +8,10 @@ can be counted against the lines read.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -44,6 +46,32 @@ NON_FINITE_HINT = r"(?i)([:\[,]\s*-?(nan|inf)|[0-9]{19}|[0-9]e\+?[0-9]{3})"
 # trailing commas ({"a": 1,}), JSON does not.
 STRING_LITERAL = r'"(?:[^"\\]|\\.)*"'
 TRAILING_COMMA = r",\s*[\]}]"
+
+
+# Plain JSON Lines files, whose every line ends in a newline when the writer is done.
+LINE_FILE_SUFFIX = ".jsonl"
+
+
+def unterminated_notes(files: Sequence[Path]) -> list[str]:
+    """A note per plain JSON Lines file whose last byte is not a newline: its last line may
+    have been cut by a writer still at work (if so it is quarantined now, and replaced when
+    the file is read again whole)."""
+    notes: list[str] = []
+    for path in files:
+        try:
+            if path.suffix != LINE_FILE_SUFFIX or path.stat().st_size == 0:
+                continue
+            with open(path, "rb") as handle:
+                handle.seek(-1, os.SEEK_END)
+                last = handle.read(1)
+        except OSError:
+            continue  # the reader reports a file it cannot open
+        if last != b"\n":
+            notes.append(
+                f"{path}: the last line has no newline; it may have been cut while the "
+                "file was being written (read the file again once it is complete)"
+            )
+    return notes
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,16 @@ from rich.table import Table
 from pipeline import lake as lk
 from pipeline import score as task_score
 from pipeline import surface
-from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
+from pipeline.ingest import Batch, build_batch, dedupe, landed_frames, unterminated_notes
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
-from pipeline.parts import check_and_repair, file_facts, manifest, manifest_path
+from pipeline.parts import (
+    check_and_repair,
+    drop_quarantine_rows,
+    file_facts,
+    manifest,
+    manifest_path,
+)
 from pipeline.progress import progress, timed
 from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
@@ -193,6 +199,29 @@ def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataF
     )
 
 
+def superseded_quarantine(lake: Path, frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Landed quarantine rows (file, source, line) of a line this chunk read again and placed
+    anew: landed, or quarantined with other text (a quarantined row with the same text is
+    "seen", not placed). A file read while still being written has its cut last line
+    quarantined; read again complete, that line lands and its old row must go, so that a
+    line is never in two places."""
+    placed = (
+        pl.concat([frames[t].select("source", "line") for t in (*RUN_TABLES, "quarantine")])
+        .filter(pl.col("line") > 0)
+        .unique()
+    )
+    files = [p for p in lk.parquet_files(lk.table_dir(lake, "quarantine")) if p.stem != EMPTY_STEM]
+    if placed.is_empty() or not files:
+        return pl.DataFrame(schema={"file": pl.String, "source": pl.String, "line": pl.Int64})
+    return (
+        pl.scan_parquet(files, include_file_paths="file")
+        .select("file", "source", "line")
+        .filter(pl.col("source").is_in(placed["source"].unique().implode()))
+        .join(placed.lazy(), on=["source", "line"], how="semi")
+        .collect()
+    )
+
+
 def landed_parts(lake: Path, table: str) -> list[str]:
     return [p.stem for p in lk.parquet_files(lk.table_dir(lake, table)) if p.stem != EMPTY_STEM]
 
@@ -222,6 +251,8 @@ def ingest_locked(
     )
     parts: list[str] = []
     outcomes: list[pl.DataFrame] = []
+    superseded: list[pl.DataFrame] = []
+    notes = unterminated_notes(files)
     with lk.Transaction(lake) as tx:
         chosen = limits or Limits()
         chunks = iter_line_chunks(
@@ -253,6 +284,7 @@ def ingest_locked(
             for table in RUN_TABLES:
                 landed[table].add(frames[table].get_column("run_id"))
             outcomes.append(file_outcomes(frames))
+            superseded.append(superseded_quarantine(lake, frames))
             totals["lines"] += batch.lines_read
             totals["task"] += frames["task_runs"].height
             totals["surface"] += frames["surface_runs"].height
@@ -260,6 +292,12 @@ def ingest_locked(
             totals["duplicates"] += result.skipped_duplicates
             totals["blank"] += batch.blank_lines
             totals["seen"] += result.already_quarantined
+        replaced = drop_quarantine_rows(lake, tx, pl.concat(superseded)) if superseded else 0
+        if replaced:
+            notes.append(
+                f"{replaced} earlier quarantine row(s) replaced: their lines were read again "
+                "(same file and line) and landed or quarantined anew"
+            )
         for target, document in (extra_documents or {}).items():
             tx.write_json(target, document)
     return IngestReport(
@@ -274,7 +312,7 @@ def ingest_locked(
         already_quarantined=totals["seen"],
         parts=parts,
         seconds=time.perf_counter() - started,
-        notes=file_notes(outcomes),
+        notes=notes + file_notes(outcomes),
     )
 
 

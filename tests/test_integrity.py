@@ -544,3 +544,46 @@ def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: 
     assert set(json.loads(ledger.read_text())) == {
         hashlib.sha256(p.read_bytes()).hexdigest() for p in inbox.iterdir()
     }
+
+
+# --- a file read while still being written ---------------------------------------------------
+
+
+def test_a_cut_last_line_is_flagged_then_replaced_when_the_file_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    inbox.mkdir()
+    whole = [json.dumps(record(f"r{i}")) for i in range(3)]
+    growing = inbox / "day.jsonl"
+    growing.write_text(whole[0] + "\n" + whole[1] + "\n" + whole[2][:40])
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert f"{growing}: the last line has no newline" in " ".join(output.split())
+    assert reasons_by_line(lake) == {3: "not valid JSON (the line does not parse)"}
+
+    growing.write_text("".join(line + "\n" for line in whole))
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert "1 earlier quarantine row(s) replaced" in " ".join(output.split())
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        landed = con.execute("select run_id from task_runs order by run_id").fetchall()
+        held = con.execute("select count(*) from quarantine").fetchone()
+    finally:
+        con.close()
+    assert landed == [("r0",), ("r1",), ("r2",)]
+    assert held == (0,)
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+def test_a_line_read_again_still_bad_keeps_one_quarantine_row(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    source = write_jsonl(tmp_path / "a.jsonl", ['{"run_id": "x", "cut'])
+    jobs.ingest([source], lake)
+    write_jsonl(source, [json.dumps(record("x", agent=None))])
+    report = jobs.ingest([source], lake)
+    assert report.quarantined == 1
+    rows = quarantine(lake)
+    assert rows.height == 1
+    assert "missing required field `agent`" in rows["reason"][0]
