@@ -280,7 +280,7 @@ def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> 
         .select(
             "row_nr",
             reason=pl.format(
-                "grade.{}s has the key {} more than once", pl.col("part"), pl.col("name")
+                "grade.{} has the key {} more than once", pl.col("part"), pl.col("name")
             ),
         )
     )

@@ -587,3 +587,32 @@ def test_a_line_read_again_still_bad_keeps_one_quarantine_row(tmp_path: Path) ->
     rows = quarantine(lake)
     assert rows.height == 1
     assert "missing required field `agent`" in rows["reason"][0]
+
+
+# --- reasons that name the actual problem -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            '{"server": {"name": "s", "version": "1"}, "generated_at": "2026-01-01T00:00:00Z"}',
+            "findings is missing: expected a list",
+        ),
+        (
+            '{"findings": [], "generated_at": "2026-01-01T00:00:00Z"}',
+            "server is missing: expected an object",
+        ),
+    ],
+)
+def test_half_a_report_is_judged_as_a_report(tmp_path: Path, line: str, reason: str) -> None:
+    _, lake = ingest_lines(tmp_path, [line])
+    rows = quarantine(lake)
+    assert rows["record_kind"].to_list() == ["surface"]
+    assert rows["reason"][0] == reason
+
+
+def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> None:
+    line = replaced("r1", '"pov_quality": 0.5', '"pov_quality": 0.5, "pov_quality": 0.4')
+    _, lake = ingest_lines(tmp_path, [line])
+    assert "grade.subscores has the key pov_quality more than once" in reasons_by_line(lake)[1]

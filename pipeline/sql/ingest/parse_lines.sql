@@ -74,6 +74,12 @@ select
         when t[1] = 'OBJECT'
             and list_contains(k[1], 'server')
             and list_contains(k[1], 'findings') then 'surface'
+        -- Half a report (server or findings, and neither of a task grade's agent and
+        -- env_type) is judged as a report, so its reasons are about the report.
+        when t[1] = 'OBJECT'
+            and (list_contains(k[1], 'server') or list_contains(k[1], 'findings'))
+            and not list_contains(k[1], 'agent')
+            and not list_contains(k[1], 'env_type') then 'surface'
         when t[1] = 'OBJECT' then 'task'
     end as record_kind,
     sha256(v[1]::varchar) as content_hash,
