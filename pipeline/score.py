@@ -39,11 +39,14 @@ from pipeline.rubric import Rubric
 
 STATUS_SCORED = "scored"
 STATUS_GRADER_ERROR = "grader_error"
-# A run whose totals overflow (finite parts, a sum or product past a double) has no score:
-# like a grader error it is kept out of every mean and rate, and flagged.
-STATUS_NON_FINITE = "non_finite_total"
-# The totals a run stores; each must be finite.
+# A run whose totals are not finite (finite parts, a sum or product past a double) or so
+# large that a mean over many runs could overflow has no score: like a grader error it is
+# kept out of every mean and rate, and flagged.
+STATUS_OUT_OF_RANGE = "total_out_of_range"
+# The totals a run stores; each must be finite and within ±TOTAL_LIMIT (a score is a
+# fraction; only allow_unbounded with huge penalties comes near it).
 TOTAL_COLUMNS = ("weighted", "penalty_total", "score", "weighted_as_graded", "score_as_graded")
+TOTAL_LIMIT = 1e12
 
 # CONTRACT 2: "A patch record may carry, in metadata.minimization, the raw sizes".
 MINIMIZATION_COMPONENT = "minimization"
@@ -66,7 +69,7 @@ ANOMALY_AUDIT_MISMATCH = "audit_mismatch"
 ANOMALY_MISSING_COMPONENT = "missing_component"
 ANOMALY_UNKNOWN_COMPONENT = "unknown_component"
 ANOMALY_UNKNOWN_ENV_TYPE = "unknown_env_type"
-ANOMALY_NON_FINITE_TOTAL = "non_finite_total"
+ANOMALY_TOTAL_OUT_OF_RANGE = "total_out_of_range"
 ANOMALY_AUDIT_UNVERIFIED = "audit_unverified"
 
 RUN_COLUMNS = (
@@ -276,21 +279,24 @@ def component_anomaly(component: pl.Expr, in_record: pl.Expr, in_rubric: pl.Expr
     )
 
 
-def non_finite_totals() -> pl.Expr:
-    """The names of a run's TOTAL_COLUMNS that are not finite (NaN or ±inf), joined by
-    commas; null when every one is finite (or null)."""
+def out_of_range_totals() -> pl.Expr:
+    """The names of a run's TOTAL_COLUMNS that are not finite (NaN or ±inf) or beyond
+    ±TOTAL_LIMIT, joined by commas; null when every one is in range (or null)."""
     names = pl.concat_list(
-        [pl.when(~pl.col(c).is_finite()).then(pl.lit(c)) for c in TOTAL_COLUMNS]
+        [
+            pl.when(~pl.col(c).is_finite() | (pl.col(c).abs() > TOTAL_LIMIT)).then(pl.lit(c))
+            for c in TOTAL_COLUMNS
+        ]
     ).list.drop_nulls()
     return pl.when(names.list.len() > 0).then(names.list.join(","))
 
 
-def with_non_finite_anomaly(anomalies: pl.Expr) -> pl.Expr:
-    """``anomalies`` (sorted) with ``non_finite_total:<columns>`` added where a total is not
-    finite (``non_finite_totals`` as column ``non_finite``)."""
-    bad = pl.col("non_finite")
+def with_out_of_range_anomaly(anomalies: pl.Expr) -> pl.Expr:
+    """``anomalies`` (sorted) with ``total_out_of_range:<columns>`` added where a total is
+    out of range (``out_of_range_totals`` as column ``out_of_range``)."""
+    bad = pl.col("out_of_range")
     flagged = anomalies.list.concat(
-        pl.concat_list(anomaly(ANOMALY_NON_FINITE_TOTAL, bad, bad.is_not_null()))
+        pl.concat_list(anomaly(ANOMALY_TOTAL_OUT_OF_RANGE, bad, bad.is_not_null()))
     ).list.sort()
     return pl.when(bad.is_not_null()).then(flagged).otherwise(anomalies)
 
@@ -737,7 +743,7 @@ def run_scores(
         return pl.when(scored).then(expr)
 
     def when_finite(expr: pl.Expr) -> pl.Expr:
-        return pl.when(pl.col("non_finite").is_null()).then(expr)
+        return pl.when(pl.col("out_of_range").is_null()).then(expr)
 
     run_anomalies = [
         unknown_env_type_anomaly(pl.col("env_type"), pl.col("env_known")),
@@ -793,21 +799,21 @@ def run_scores(
                 "score_as_graded"
             ),
         )
-        .with_columns(non_finite_totals().alias("non_finite"))
+        .with_columns(out_of_range_totals().alias("out_of_range"))
         .select(
             RUN_KEY,
             "run_id",
             pl.lit(rubric.rubric_id).alias("rubric_id"),
             pl.when(pl.col("env_internal_failure"))
             .then(pl.lit(STATUS_GRADER_ERROR))
-            .when(pl.col("non_finite").is_not_null())
-            .then(pl.lit(STATUS_NON_FINITE))
+            .when(pl.col("out_of_range").is_not_null())
+            .then(pl.lit(STATUS_OUT_OF_RANGE))
             .otherwise(pl.lit(STATUS_SCORED))
             .alias("status"),
             "gate_component",
             when_scored(pl.when(pl.col("has_gate")).then(pl.col("gate_ok"))).alias("gate_passed"),
             when_scored(pl.col("has_gate") & ~pl.col("gate_ok")).alias("gated_out"),
-            # Checked after computing: a total that is not finite is stored as null.
+            # Checked after computing: a total out of range is stored as null.
             *(when_finite(pl.col(c)).alias(c) for c in TOTAL_COLUMNS),
             when_finite(
                 when_scored(
@@ -819,7 +825,7 @@ def run_scores(
                     )
                 )
             ).alias("passed"),
-            with_non_finite_anomaly(pl.col("anomalies").fill_null(_EMPTY_ANOMALIES)),
+            with_out_of_range_anomaly(pl.col("anomalies").fill_null(_EMPTY_ANOMALIES)),
         )
         .sort(RUN_KEY)
         .drop(RUN_KEY)

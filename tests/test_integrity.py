@@ -314,6 +314,26 @@ def test_parts_that_sum_past_a_double_are_quarantined(tmp_path: Path) -> None:
     assert report.landed_task_runs == 1
 
 
+def test_huge_finite_totals_are_kept_out_of_every_mean_too(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    # Each run's score is finite (-1e300), but the mean of two is not: DuckDB sums first.
+    huge = [
+        json.dumps(with_grade(f"h{i}", penalties={"a": 1e300}, allow_unbounded=True))
+        for i in range(2)
+    ]
+    source = write_jsonl(tmp_path / "a.jsonl", [*huge, json.dumps(record("ok"))])
+    jobs.run([source], lake, parse_rubric({}))
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    statuses = con.execute("select status from task_runs order by run_id").fetchall()
+    mean, se, low = con.execute(
+        "select mean_score, score_se, score_ci_low from by_agent"
+    ).fetchone()
+    con.close()
+    assert statuses == [("total_out_of_range",), ("total_out_of_range",), ("scored",)]
+    assert mean == pytest.approx(0.85)
+    assert se is None and low is None  # one scored run: no spread, never NaN or inf
+
+
 def test_a_total_that_overflows_under_the_rubric_is_kept_out_of_every_mean(
     tmp_path: Path,
 ) -> None:
@@ -331,13 +351,13 @@ def test_a_total_that_overflows_under_the_rubric_is_kept_out_of_every_mean(
     mean, runs = con.execute("select mean_score, scored_runs from by_agent").fetchone()
     con.close()
     assert row == (
-        "non_finite_total",
+        "total_out_of_range",
         None,
         None,
         None,
         None,
         None,
-        ["non_finite_total:penalty_total,score,score_as_graded"],
+        ["total_out_of_range:penalty_total,score,score_as_graded"],
     )
     # The mean is the good run's alone: 0.6 + 0.1 + 0.05 + 0.1 = 0.85.
     assert mean == pytest.approx(0.85)

@@ -1,5 +1,5 @@
 -- task_runs: one row per graded attempt, its context and its score under the
--- current rubric. status is 'scored', 'grader_error' or 'non_finite_total' (no
+-- current rubric. status is 'scored', 'grader_error' or 'total_out_of_range' (no
 -- score: the grader broke, or a total overflowed; excluded from every mean and rate);
 -- score_as_graded uses the record's own weights; anomalies lists what looked wrong in
 -- the record (never silently fixed).
