@@ -13,6 +13,7 @@ too; a bad one is removed and scored again as new.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +68,9 @@ def file_facts(path: Path) -> dict[str, Any]:
 
 def _facts_problem(path: Path, facts: dict[str, Any], *, deep: bool) -> str | None:
     """How ``path`` differs from its manifest's facts. A file whose size and mtime are as
-    landed is hashed only when ``deep`` (check, and before scoring reads it)."""
+    landed is hashed only when ``deep`` (check, and before scoring reads it). A file whose
+    only change is its mtime (a copied lake) gets the new mtime in ``facts``, so that it is
+    hashed once, not on every run."""
     stat = path.stat()
     if stat.st_size != facts.get("bytes"):
         return f"{path} holds {stat.st_size} bytes, its manifest says {facts.get('bytes')}"
@@ -75,6 +78,7 @@ def _facts_problem(path: Path, facts: dict[str, Any], *, deep: bool) -> str | No
         return None
     if file_facts(path)["sha256"] != facts.get("sha256"):
         return f"{path} does not match its manifest's SHA-256 (its bytes changed after landing)"
+    facts["mtime_ns"] = stat.st_mtime_ns
     return None
 
 
@@ -103,6 +107,7 @@ def _rows(path: Path) -> int | None:
 
 
 def _part_problem(lake: Path, part: str, document: dict[str, Any], *, deep: bool) -> str | None:
+    """What is wrong with a part, or None (``document`` may get refreshed mtimes)."""
     facts: dict[str, dict[str, Any]] = document.get("files", {})
     for table, rows in document["tables"].items():
         path = lk.table_dir(lake, table) / f"{part}.parquet"
@@ -138,6 +143,8 @@ class Survey:
     # Landed files of broken parts, and score files of no part that is whole.
     strays: list[Path]
     unreadable_scores: list[Path]
+    # Whole parts whose files were hashed for a changed mtime and matched: new mtimes.
+    refreshed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
@@ -172,11 +179,15 @@ def survey(lake: Path, deep: Collection[str] | bool = False) -> Survey:
         else:
             manifests[path.stem] = document
     broken: dict[str, str] = {}
+    refreshed: dict[str, dict[str, Any]] = {}
     for part, document in manifests.items():
         thorough = deep if isinstance(deep, bool) else part in deep
+        before = json.dumps(document, sort_keys=True)
         problem = _part_problem(lake, part, document, deep=thorough)
         if problem:
             broken[part] = problem
+        elif json.dumps(document, sort_keys=True) != before:
+            refreshed[part] = document
     orphans: dict[str, list[Path]] = {}
     strays: list[Path] = []
     for table in lk.LANDED_TABLES:
@@ -196,7 +207,7 @@ def survey(lake: Path, deep: Collection[str] | bool = False) -> Survey:
             strays.append(path)
         elif _rows(path) is None:
             unreadable_scores.append(path)
-    return Survey(manifests, unreadable, broken, orphans, strays, unreadable_scores)
+    return Survey(manifests, unreadable, broken, orphans, strays, unreadable_scores, refreshed)
 
 
 def _orphan_problem(found: Survey, part: str, files: list[Path]) -> str:
@@ -244,7 +255,7 @@ def check_and_repair(lake: Path, deep: Collection[str] | bool = False) -> Repair
         f"{path} is not a readable Parquet file; it is scored again"
         for path in found.unreadable_scores
     )
-    if not broken and not doomed and not rebuilt:
+    if not broken and not doomed and not rebuilt and not found.refreshed:
         return repair
     for part in broken:
         lost_sources.update((found.manifests.get(part) or {}).get("sources", []))
@@ -254,7 +265,7 @@ def check_and_repair(lake: Path, deep: Collection[str] | bool = False) -> Repair
             tx.delete(path)
         for part in broken:
             tx.delete(manifest_path(lake, part))
-        for part, document in rebuilt.items():
+        for part, document in (found.refreshed | rebuilt).items():
             tx.write_json(manifest_path(lake, part), document)
         if lost_sources and ledger:
             kept = {k: v for k, v in ledger.items() if v.get("path") not in lost_sources}

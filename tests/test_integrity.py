@@ -636,3 +636,30 @@ def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> N
     line = replaced("r1", '"pov_quality": 0.5', '"pov_quality": 0.5, "pov_quality": 0.4')
     _, lake = ingest_lines(tmp_path, [line])
     assert "grade.subscores has the key pov_quality more than once" in reasons_by_line(lake)[1]
+
+
+def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
+    sample_lake: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original, _ = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake, copy_function=shutil.copy)  # new mtimes
+    from pipeline import lake as lk
+    from pipeline import parts
+
+    hashed: list[Path] = []
+    real = parts.file_facts
+
+    def counting(path: Path) -> dict[str, Any]:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(parts, "file_facts", counting)
+    with lk.lake_lock(lake):
+        assert jobs.prepare(lake) == []
+    landed = [p for p in lake.glob("*/*.parquet") if p.stem != "empty"]
+    assert sorted(hashed) == sorted(landed)
+    hashed.clear()
+    with lk.lake_lock(lake):
+        assert jobs.prepare(lake) == []
+    assert hashed == []
