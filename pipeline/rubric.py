@@ -208,6 +208,11 @@ def _merge(default: Any, given: Any, path: tuple[str, ...]) -> Any:
             elif path == ("task",) and isinstance(value, dict):
                 # A new env type: its own gate and weights, nothing inherited.
                 merged[key] = _merge_env(value, sub)
+            elif len(path) == 2 and path[0] == "task" and key == "gate":
+                # CONTRACT 6: an env type may name a gate, even one whose default has none.
+                if not isinstance(value, str) or not value:
+                    raise _fail(".".join(sub), value, "expected a component name")
+                merged[key] = value
             elif len(path) == 3 and path[0] == "task" and path[2] == "weights":
                 if not _is_number(value):
                     raise _fail(".".join(sub), value, "expected a number")

@@ -663,3 +663,10 @@ def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
     with lk.lake_lock(lake):
         assert jobs.prepare(lake) == []
     assert hashed == []
+
+
+def test_an_ungated_env_may_be_given_a_gate() -> None:
+    rubric = parse_rubric({"task": {"audit": {"gate": "audit"}}})
+    assert rubric.task.envs["audit"].gate == "audit"
+    with pytest.raises(RubricError, match="task.audit.gate"):
+        parse_rubric({"task": {"audit": {"gate": "recall"}}})
