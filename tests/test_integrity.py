@@ -668,5 +668,5 @@ def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
 def test_an_ungated_env_may_be_given_a_gate() -> None:
     rubric = parse_rubric({"task": {"audit": {"gate": "audit"}}})
     assert rubric.task.envs["audit"].gate == "audit"
-    with pytest.raises(RubricError, match="task.audit.gate"):
+    with pytest.raises(RubricError, match=r"task\.audit\.gate"):
         parse_rubric({"task": {"audit": {"gate": "recall"}}})
