@@ -87,14 +87,15 @@ def _object(column: str, label: str, *, required: bool) -> pl.Expr:
     return pl.when(kind.is_not_null() & ~kind.is_in(["OBJECT", "NULL"])).then(wrong)
 
 
-def repeated_keys(column: str, where: str) -> pl.Expr:
-    """A reason when the key list ``column`` names a key twice, else null."""
+def repeated_keys(column: str, where: str | pl.Expr) -> pl.Expr:
+    """A reason when the key list ``column`` names a key twice, else null; ``where`` names
+    the object (text, or an expression per row)."""
     keys = pl.col(column)
     repeated = keys.list.eval(pl.element().filter(pl.element().is_duplicated())).list.unique()
     return pl.when(keys.list.len() != keys.list.n_unique()).then(
         pl.format(
             "{} names the key {} more than once, so which value is meant is ambiguous",
-            pl.lit(where),
+            pl.lit(where) if isinstance(where, str) else where,
             repeated.list.sort().list.join(", "),
         )
     )

@@ -670,3 +670,26 @@ def test_an_ungated_env_may_be_given_a_gate() -> None:
     assert rubric.task.envs["audit"].gate == "audit"
     with pytest.raises(RubricError, match=r"task\.audit\.gate"):
         parse_rubric({"task": {"audit": {"gate": "recall"}}})
+
+
+@pytest.mark.parametrize(
+    ("finding", "reason"),
+    [
+        (
+            '{"probe": "p", "kind": "duplicate", "kind": "distraction", "target": ["a"]}',
+            "findings[0] names the key kind more than once",
+        ),
+        (
+            '{"probe": "p", "kind": "distraction", "target": ["a"], '
+            '"measurement": {"fire_rate": 0.1, "fire_rate": 0.9}}',
+            "findings[0].measurement names the key fire_rate more than once",
+        ),
+    ],
+)
+def test_a_finding_naming_a_key_twice_is_quarantined(
+    tmp_path: Path, finding: str, reason: str
+) -> None:
+    line = REPORT.replace('"findings": []', f'"findings": [{finding}]')
+    report, lake = ingest_lines(tmp_path, [line])
+    assert report.quarantined == 1
+    assert reason in reasons_by_line(lake)[1]
