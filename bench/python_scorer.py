@@ -17,6 +17,8 @@ from pipeline.rubric import Rubric
 
 WEIGHT_SUM_TOLERANCE = 1e-6
 AUDIT_TOLERANCE = 1e-6
+# README, "Totals are finite": a total past this is out of range, like a non-finite one.
+TOTAL_LIMIT = 1e12
 
 
 def lerp01(value: float, good: float, bad: float) -> float:
@@ -132,6 +134,10 @@ def score_record(record: Mapping[str, Any], rubric: Rubric) -> dict[str, Any]:
         expected = recall * precision
         if abs(audit - expected) > AUDIT_TOLERANCE:
             anomalies.append(f"audit_mismatch:{audit} vs {expected}")
+    fractions = (("recall", recall), ("precision", precision))
+    missing = [name for name, value in fractions if value is None]
+    if env_type == "audit" and not grader_error and missing:
+        anomalies.append(f"audit_unverified:{','.join(missing)}")
 
     result: dict[str, Any] = {
         "run_id": record["run_id"],
@@ -166,16 +172,27 @@ def score_record(record: Mapping[str, Any], rubric: Rubric) -> dict[str, Any]:
         passed = score > 0.0
     else:
         passed = gate_ok
+    totals = {
+        "weighted": weighted,
+        "penalty_total": penalty_total,
+        "score": score,
+        "weighted_as_graded": weighted_as_graded,
+        "score_as_graded": total(weighted_as_graded),
+    }
     result.update(
         gate_passed=gate_ok if gate is not None else None,
         gated_out=gate is not None and not gate_ok,
-        weighted=weighted,
-        penalty_total=penalty_total,
-        score=score,
-        weighted_as_graded=weighted_as_graded,
-        score_as_graded=total(weighted_as_graded),
         passed=passed,
+        **totals,
     )
+    out_of_range = [k for k, v in totals.items() if not math.isfinite(v) or abs(v) > TOTAL_LIMIT]
+    if out_of_range:
+        result.update(
+            status="total_out_of_range",
+            passed=None,
+            anomalies=sorted([*anomalies, f"total_out_of_range:{','.join(out_of_range)}"]),
+            **dict.fromkeys(totals),
+        )
     return result
 
 

@@ -20,7 +20,14 @@ from rich.markup import escape
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from pipeline.lake import DEFAULT_LAKE, InputError, LakeBusyError, is_lake, not_a_lake
+from pipeline.lake import (
+    DEFAULT_LAKE,
+    InputError,
+    LakeBusyError,
+    StateFileError,
+    is_lake,
+    not_a_lake,
+)
 from pipeline.rubric import Rubric, RubricError, load_rubric
 
 if TYPE_CHECKING:
@@ -78,7 +85,11 @@ def _failure_code(exc: Exception) -> int:
     # which `--help` and usage errors never need.
     from pipeline.warehouse import WarehouseError
 
-    named = "" if isinstance(exc, InputError | WarehouseError) else f"{type(exc).__name__}: "
+    named = (
+        ""
+        if isinstance(exc, InputError | WarehouseError | StateFileError)
+        else f"{type(exc).__name__}: "
+    )
     errors.print(f"[bold red]failed:[/] {named}{escape(str(exc))}", highlight=False)
     return EXIT_FAILED
 

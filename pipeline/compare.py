@@ -24,7 +24,6 @@ Decisions (also in the README):
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import gate, metrics, stats
+from pipeline import gate, jsonsafe, metrics, stats
 from pipeline.tables import print_table
 
 KEY: Final = ("problem_id", "env_type")
@@ -965,7 +964,8 @@ def _check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] 
 
 
 def _dump(document: Any) -> str:
-    return json.dumps(document, indent=2, sort_keys=False, default=str, allow_nan=False)
+    # At the output edge: a non-finite float becomes null (JSON has no NaN or inf).
+    return jsonsafe.dumps(document)
 
 
 def run_compare(

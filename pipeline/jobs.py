@@ -26,14 +26,20 @@ from rich.table import Table
 from pipeline import evolution, surface, version_regressions
 from pipeline import lake as lk
 from pipeline import score as task_score
-from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
+from pipeline.ingest import Batch, build_batch, dedupe, landed_frames, unterminated_notes
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
-from pipeline.parts import check_and_repair, manifest, manifest_path
+from pipeline.parts import (
+    check_and_repair,
+    file_facts,
+    manifest,
+    manifest_path,
+)
 from pipeline.progress import progress, timed
 from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
+from pipeline.state import repair_state
 from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
 from schemas import checked, polars_schema
@@ -312,6 +318,7 @@ def ingest_locked(
     outcomes: list[pl.DataFrame] = []
     known = evolution.known_names(lake)
     found: dict[str, set[str]] = {}
+    notes = unterminated_notes(files)
     with lk.Transaction(lake) as tx:
         chosen = limits or Limits()
         chunks = iter_line_chunks(
@@ -333,10 +340,14 @@ def ingest_locked(
             frames = landed_frames(result.batch)
             frames["quarantine_resolved"] = superseded_quarantine(frames, held, batch_id)
             written = {name: frame.height for name, frame in frames.items() if frame.height}
-            for name in written:
-                tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+            facts = {
+                name: file_facts(
+                    tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+                )
+                for name in written
+            }
             if written:
-                tx.write_json(manifest_path(lake, part), manifest(written, lines.files))
+                tx.write_json(manifest_path(lake, part), manifest(written, lines.files, facts))
             if frames["task_runs"].height or frames["surface_runs"].height:
                 parts.append(part)
             for table in RUN_TABLES:
@@ -369,7 +380,7 @@ def ingest_locked(
         already_quarantined=totals["seen"],
         parts=parts,
         seconds=time.perf_counter() - started,
-        notes=file_notes(outcomes),
+        notes=notes + file_notes(outcomes),
         schema_news=evolution.news_of(found, known),
     )
 
@@ -516,8 +527,10 @@ def pending_parts(lake: Path, rubric: Rubric) -> list[str]:
 
 
 def prepare(lake: Path) -> list[str]:
-    """Before any work, under the lock: finish or undo a dead run, then mend broken parts."""
+    """Before any work, under the lock: finish or undo a dead run, rebuild broken state
+    files, then mend broken parts."""
     notes = [f"recovered: {done}" for done in lk.recover(lake)]
+    notes += repair_state(lake)
     return notes + check_and_repair(lake).problems
 
 
@@ -539,6 +552,10 @@ def score_locked(
     # A different rubric means the whole history is rescored under it.
     full = full or before is None or before.rubric_id != rubric.rubric_id
     parts = all_parts(lake) if full else pending_parts(lake, rubric)
+    # Every file about to be read is hashed against its manifest first: a corrupt part is
+    # removed whole (its inputs will be read again) instead of scored.
+    verified = check_and_repair(lake, deep=parts)
+    parts = [part for part in parts if part not in verified.removed_parts]
     counts = {"task_scores": 0, "surface_scores": 0}
     seconds: dict[str, float] = {}
     with lk.Transaction(lake) as tx:
@@ -580,6 +597,7 @@ def score_locked(
         parts=len(parts),
         full=full,
         seconds=time.perf_counter() - started,
+        notes=verified.problems,
         stages=seconds,
         rubric_before=before.rubric_id if before else None,
     )
@@ -598,7 +616,7 @@ def score(
         notes = prepare(lake)
         chosen = lake_rubric(lake, rubric)
         result = score_locked(lake, chosen, full=True, engine=engine, spark_master=spark_master)
-        result.notes = notes
+        result.notes = notes + result.notes
         build_warehouse(lake, chosen.rubric_id)
         return result
 

@@ -132,6 +132,10 @@ def _mark_lake(lake: Path) -> None:
     os.replace(tmp, marker)
 
 
+class StateFileError(RuntimeError):
+    """A state or manifest file of the lake that cannot be read: the message names it."""
+
+
 def new_batch_id() -> str:
     """Sortable by time, unique across processes: ``20261202T154733Z-1a2b3c4d``."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -194,9 +198,17 @@ def write_json_atomic(document: Any, path: Path) -> Path:
 
 
 def read_json(path: Path, default: Any) -> Any:
+    """The JSON document in ``path`` (``default`` when there is none); StateFileError names
+    the file when it is not JSON (a 0-byte file, a cut write, an edit by hand)."""
     if not path.exists():
         return default
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StateFileError(
+            f"{path} is not valid JSON ({exc}); `run`, `score` or `nightly` repairs it from "
+            "what the lake holds, or restore it from a backup"
+        ) from exc
 
 
 def state_path(lake: Path, name: str) -> Path:
@@ -267,9 +279,12 @@ class Transaction:
         self.moves: list[dict[str, str]] = []
         self.deletes: list[str] = []
 
-    def write(self, target: Path, frame: pl.DataFrame) -> None:
+    def write(self, target: Path, frame: pl.DataFrame) -> Path:
+        """Stage ``frame`` to land at ``target``; returns the staged file (whose bytes, and
+        mtime, are the landed file's: a rename keeps both)."""
         staged = write_parquet_atomic(frame, self.stage / f"{len(self.moves):06d}.parquet")
         self.moves.append({"from": str(staged), "to": str(target)})
+        return staged
 
     def write_json(self, target: Path, document: Any) -> None:
         staged = write_json_atomic(document, self.stage / f"{len(self.moves):06d}.json")

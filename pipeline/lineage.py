@@ -8,7 +8,6 @@ servers' overall or letter moved and how the fleet's letter distribution moved.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline import jsonsafe
 from pipeline import lake as lk
 from pipeline.tables import print_table
 from schemas import polars_schema
@@ -241,7 +241,7 @@ def _letter_key(letter: str) -> tuple[str, int]:
 
 def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
     if as_json:
-        console.print_json(json.dumps(diff.to_dict(), default=str))
+        console.print_json(jsonsafe.dumps(diff.to_dict()))
         return
     table = Table(title=f"rescore {diff.rubric_from} -> {diff.rubric_to}, by env type")
     for column in diff.by_env_type.columns:

@@ -12,10 +12,14 @@ too; a bad one is removed and scored again as new.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -29,6 +33,7 @@ LEDGER = "ledger"
 EMPTY_STEM = "empty"
 # The landed tables whose rows name the input file they came from.
 SOURCED_TABLES = ("task_runs", "surface_runs", "quarantine")
+HASH_BLOCK_BYTES = 1 << 20
 
 
 @dataclass
@@ -42,8 +47,56 @@ def manifest_path(lake: Path, part: str) -> Path:
     return lake / MANIFESTS / f"{part}.json"
 
 
-def manifest(tables: dict[str, int], sources: list[str]) -> dict[str, Any]:
-    return {"tables": tables, "sources": sorted(set(sources))}
+def manifest(
+    tables: dict[str, int], sources: list[str], files: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A part's manifest: rows per table, the input files its rows came from, and per table
+    the landed file's ``file_facts`` (so corruption inside a file is found)."""
+    document: dict[str, Any] = {"tables": tables, "sources": sorted(set(sources))}
+    if files:
+        document["files"] = files
+    return document
+
+
+def file_facts(path: Path) -> dict[str, Any]:
+    """What a manifest records of one landed file: its bytes' SHA-256, size and mtime."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(HASH_BLOCK_BYTES):
+            digest.update(block)
+    stat = path.stat()
+    return {"sha256": digest.hexdigest(), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _facts_problem(path: Path, facts: dict[str, Any], *, deep: bool) -> str | None:
+    """How ``path`` differs from its manifest's facts. A file whose size and mtime are as
+    landed is hashed only when ``deep`` (check, and before scoring reads it). A file whose
+    only change is its mtime (a copied lake) gets the new mtime in ``facts``, so that it is
+    hashed once, not on every run."""
+    stat = path.stat()
+    if stat.st_size != facts.get("bytes"):
+        return f"{path} holds {stat.st_size} bytes, its manifest says {facts.get('bytes')}"
+    if not deep and stat.st_mtime_ns == facts.get("mtime_ns"):
+        return None
+    if file_facts(path)["sha256"] != facts.get("sha256"):
+        return f"{path} does not match its manifest's SHA-256 (its bytes changed after landing)"
+    facts["mtime_ns"] = stat.st_mtime_ns
+    return None
+
+
+def read_manifest(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A manifest, or None and why it cannot be used (not JSON, or not a manifest's shape)."""
+    try:
+        document = lk.read_json(path, None)
+    except lk.StateFileError as exc:
+        return None, f"{path} is not valid JSON ({exc.__cause__})"
+    shaped = (
+        isinstance(document, dict)
+        and isinstance(document.get("tables"), dict)
+        and isinstance(document.get("sources", []), list)
+        and isinstance(document.get("files", {}), dict)
+    )
+    return (document, None) if shaped else (None, f"{path} is not a part manifest")
 
 
 def _rows(path: Path) -> int | None:
@@ -67,11 +120,17 @@ def _missing_columns(path: Path) -> list[str]:
     return [name for name in polars_schema(model) if name not in present]
 
 
-def _part_problem(lake: Path, part: str, document: dict[str, Any]) -> str | None:
+def _part_problem(lake: Path, part: str, document: dict[str, Any], *, deep: bool) -> str | None:
+    """What is wrong with a part, or None (``document`` may get refreshed mtimes)."""
+    facts: dict[str, dict[str, Any]] = document.get("files", {})
     for table, rows in document["tables"].items():
         path = lk.table_dir(lake, table) / f"{part}.parquet"
         if not path.exists():
             return f"part {part}: {path} is missing"
+        if table in facts:
+            changed = _facts_problem(path, facts[table], deep=deep)
+            if changed:
+                return f"part {part}: {changed}"
         found = _rows(path)
         if found is None:
             return f"part {part}: {path} is not a readable Parquet file"
@@ -89,7 +148,9 @@ def _score_files(lake: Path) -> list[Path]:
 class Survey:
     """What is wrong with the lake's parts, found without changing anything."""
 
-    manifests: dict[str, dict[str, Any] | None]
+    manifests: dict[str, dict[str, Any]]
+    # Manifests that cannot be read (not JSON, wrong shape): their parts' files are orphans.
+    unreadable: dict[str, str]
     broken: dict[str, str]
     # Landed files of parts that have no manifest at all (deleted by hand, say).
     orphans: dict[str, list[Path]]
@@ -98,6 +159,8 @@ class Survey:
     unreadable_scores: list[Path]
     # Score files an older version wrote, lacking columns the views now read.
     outdated_scores: list[tuple[Path, list[str]]] = field(default_factory=list)
+    # Whole parts whose files were hashed for a changed mtime and matched: new mtimes.
+    refreshed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
@@ -110,23 +173,37 @@ def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
             return None
         tables[path.parent.name] = rows
         if path.parent.name in SOURCED_TABLES:
-            column = pq.read_table(path, columns=["source"]).column("source")
+            try:
+                column = pq.read_table(path, columns=["source"]).column("source")
+            except (OSError, ValueError, pa.ArrowException):
+                return None
             sources.update(str(s) for s in column.unique().to_pylist())
-    return manifest(tables, sorted(sources))
+    # The files are trusted as they are now: nothing recorded says otherwise.
+    facts = {path.parent.name: file_facts(path) for path in files}
+    return manifest(tables, sorted(sources), facts)
 
 
-def survey(lake: Path) -> Survey:
+def survey(lake: Path, deep: Collection[str] | bool = False) -> Survey:
+    """What is wrong with the parts; ``deep`` (all, or these parts) hashes every file."""
     directory = lake / MANIFESTS
-    manifests: dict[str, dict[str, Any] | None] = (
-        {path.stem: lk.read_json(path, None) for path in sorted(directory.glob("*.json"))}
-        if directory.is_dir()
-        else {}
-    )
+    manifests: dict[str, dict[str, Any]] = {}
+    unreadable: dict[str, str] = {}
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        document, why = read_manifest(path)
+        if document is None:
+            unreadable[path.stem] = why or f"{path} is not a part manifest"
+        else:
+            manifests[path.stem] = document
     broken: dict[str, str] = {}
+    refreshed: dict[str, dict[str, Any]] = {}
     for part, document in manifests.items():
-        problem = _part_problem(lake, part, document) if document else f"part {part}: bad manifest"
+        thorough = deep if isinstance(deep, bool) else part in deep
+        before = json.dumps(document, sort_keys=True)
+        problem = _part_problem(lake, part, document, deep=thorough)
         if problem:
             broken[part] = problem
+        elif json.dumps(document, sort_keys=True) != before:
+            refreshed[part] = document
     orphans: dict[str, list[Path]] = {}
     strays: list[Path] = []
     for table in lk.LANDED_TABLES:
@@ -138,7 +215,7 @@ def survey(lake: Path) -> Survey:
             else:
                 orphans.setdefault(path.stem, []).append(path)
     whole = (set(manifests) - set(broken)) | set(orphans)
-    unreadable: list[Path] = []
+    unreadable_scores: list[Path] = []
     outdated: list[tuple[Path, list[str]]] = []
     for path in _score_files(lake):
         if path.stem == EMPTY_STEM:
@@ -148,31 +225,40 @@ def survey(lake: Path) -> Survey:
         if path.parent.name not in lk.RUBRIC_TABLES and path.stem not in whole:
             strays.append(path)
         elif _rows(path) is None:
-            unreadable.append(path)
+            unreadable_scores.append(path)
         elif missing := _missing_columns(path):
             outdated.append((path, missing))
-    return Survey(manifests, broken, orphans, strays, unreadable, outdated)
+    return Survey(
+        manifests, unreadable, broken, orphans, strays, unreadable_scores, outdated, refreshed
+    )
+
+
+def _orphan_problem(found: Survey, part: str, files: list[Path]) -> str:
+    if part in found.unreadable:
+        return f"part {part}: {found.unreadable[part]} ({len(files)} files)"
+    return f"part {part} has no manifest ({len(files)} files)"
 
 
 def part_problems(lake: Path) -> list[str]:
-    """Every problem ``check_and_repair`` would mend, as lines, changing nothing."""
-    found = survey(lake)
+    """Every problem ``check_and_repair`` would mend, as lines, changing nothing; every
+    landed file is hashed against its manifest."""
+    found = survey(lake, deep=True)
     return (
         list(found.broken.values())
-        + [
-            f"part {part} has no manifest ({len(files)} files)"
-            for part, files in found.orphans.items()
-        ]
+        + [_orphan_problem(found, part, files) for part, files in found.orphans.items()]
         + [f"{path} belongs to no whole part" for path in found.strays]
         + [f"{path} is not a readable Parquet file" for path in found.unreadable_scores]
         + [f"{path} lacks {', '.join(missing)}" for path, missing in found.outdated_scores]
     )
 
 
-def check_and_repair(lake: Path) -> Repair:
-    """Mend what ``survey`` finds; see the module docstring. Every change gets a note."""
+def check_and_repair(lake: Path, deep: Collection[str] | bool = False) -> Repair:
+    """Mend what ``survey`` finds; see the module docstring. Every change gets a note.
+
+    ``deep`` parts (all with True) have every file hashed against their manifest; the
+    others only when a file's size or mtime is not what landed."""
     repair = Repair()
-    found = survey(lake)
+    found = survey(lake, deep)
     broken = dict(found.broken)
     rebuilt: dict[str, dict[str, Any]] = {}
     lost_sources: set[str] = set()
@@ -184,8 +270,9 @@ def check_and_repair(lake: Path) -> Repair:
             doomed.extend(files)
         else:
             rebuilt[part] = document
+            why = f": {found.unreadable[part]}" if part in found.unreadable else " had no manifest"
             repair.problems.append(
-                f"part {part} had no manifest; rebuilt from its {len(files)} files "
+                f"part {part}{why}; rebuilt from its {len(files)} files "
                 f"({sum(document['tables'].values())} rows)"
             )
     repair.problems.extend(
@@ -197,7 +284,7 @@ def check_and_repair(lake: Path) -> Repair:
         f"{path} lacks {', '.join(missing)} (an older version wrote it); it is scored again"
         for path, missing in found.outdated_scores
     )
-    if not broken and not doomed and not rebuilt:
+    if not broken and not doomed and not rebuilt and not found.refreshed:
         return repair
     for part in broken:
         lost_sources.update((found.manifests.get(part) or {}).get("sources", []))
@@ -207,7 +294,7 @@ def check_and_repair(lake: Path) -> Repair:
             tx.delete(path)
         for part in broken:
             tx.delete(manifest_path(lake, part))
-        for part, document in rebuilt.items():
+        for part, document in (found.refreshed | rebuilt).items():
             tx.write_json(manifest_path(lake, part), document)
         if lost_sources and ledger:
             kept = {k: v for k, v in ledger.items() if v.get("path") not in lost_sources}
@@ -219,3 +306,31 @@ def check_and_repair(lake: Path) -> Repair:
         for problem in broken.values()
     )
     return repair
+
+
+def drop_quarantine_rows(lake: Path, tx: lk.Transaction, doomed: pl.DataFrame) -> int:
+    """Remove ``doomed`` rows (file, source, line) from the landed quarantine files holding
+    them, in ``tx``: each file is rewritten without them (or deleted when nothing is left)
+    and its part's manifest follows. Returns the number of rows removed."""
+    removed = 0
+    for (file,), rows in doomed.unique().group_by("file"):
+        path = Path(str(file))
+        held = pl.read_parquet(path)
+        kept = held.join(rows.select("source", "line"), on=["source", "line"], how="anti")
+        removed += held.height - kept.height
+        owner = manifest_path(lake, path.stem)
+        document, _ = read_manifest(owner)
+        facts: dict[str, Any] = {} if document is None else document.setdefault("files", {})
+        if kept.height:
+            staged = tx.write(path, kept)
+            facts["quarantine"] = file_facts(staged)
+        else:
+            tx.delete(path)
+            facts.pop("quarantine", None)
+        if document is not None:
+            if kept.height:
+                document["tables"]["quarantine"] = kept.height
+            else:
+                document["tables"].pop("quarantine", None)
+            tx.write_json(owner, document)
+    return removed

@@ -26,7 +26,7 @@ import polars as pl
 from pipeline import evolution, jobs
 from pipeline import lake as lk
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
-from pipeline.parts import manifest, manifest_path
+from pipeline.parts import file_facts, manifest, manifest_path
 from pipeline.reader import LINE_SCHEMA, lines_of_text
 from pipeline.rubric import Rubric
 from pipeline.warehouse import build_warehouse
@@ -152,11 +152,13 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
             for name, frame in frames.items()
             if name != "quarantine" and frame.height
         }
-        for name in written:
-            tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
+        facts = {
+            name: file_facts(tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name]))
+            for name in written
+        }
         if written:
             sources = frames["quarantine_resolved"]["source"].unique().to_list()
-            tx.write_json(manifest_path(lake, part), manifest(written, sources))
+            tx.write_json(manifest_path(lake, part), manifest(written, sources, facts))
     return ReplayReport(
         batch_id=batch_id,
         rubric_id=chosen.rubric_id,

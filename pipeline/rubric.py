@@ -125,6 +125,11 @@ _OPEN_TABLES = {
 }
 _ENV_KEYS = {"gate", "weights"}
 WEIGHT_SUM_TOLERANCE = 1e-9
+# Sane bounds, so that no total made of a rubric's numbers can overflow: every number of a
+# rubric lies in [0, RUBRIC_NUMBER_MAX] (the largest default is 12000), and a gated env's
+# weights in [0, 1] (a subscore lies in [0, 1], so its weighted sum stays a fraction).
+RUBRIC_NUMBER_MAX = 1e6
+GATED_WEIGHT_MAX = 1.0
 
 
 class RubricError(ValueError):
@@ -173,6 +178,19 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _float(key: str, value: Any) -> float:
+    """A TOML number as a float; an integer too large for one is refused, naming the key."""
+    try:
+        return float(value)
+    except OverflowError as exc:
+        raise _fail(key, value, f"must lie in [0, {RUBRIC_NUMBER_MAX:g}]") from exc
+
+
+def _bounded(key: str, value: float, high: float = RUBRIC_NUMBER_MAX) -> None:
+    if not (math.isfinite(value) and 0.0 <= value <= high):
+        raise _fail(key, value, f"must be a finite number in [0, {high:g}]")
+
+
 def _merge(default: Any, given: Any, path: tuple[str, ...]) -> Any:
     dotted = ".".join(path)
     if isinstance(default, dict):
@@ -186,14 +204,19 @@ def _merge(default: Any, given: Any, path: tuple[str, ...]) -> Any:
             elif path in _OPEN_TABLES:
                 if not _is_number(value):
                     raise _fail(".".join(sub), value, "expected a number")
-                merged[key] = float(value)
+                merged[key] = _float(".".join(sub), value)
             elif path == ("task",) and isinstance(value, dict):
                 # A new env type: its own gate and weights, nothing inherited.
                 merged[key] = _merge_env(value, sub)
+            elif len(path) == 2 and path[0] == "task" and key == "gate":
+                # CONTRACT 6: an env type may name a gate, even one whose default has none.
+                if not isinstance(value, str) or not value:
+                    raise _fail(".".join(sub), value, "expected a component name")
+                merged[key] = value
             elif len(path) == 3 and path[0] == "task" and path[2] == "weights":
                 if not _is_number(value):
                     raise _fail(".".join(sub), value, "expected a number")
-                merged[key] = float(value)
+                merged[key] = _float(".".join(sub), value)
             else:
                 raise _fail(".".join(sub), value, "unknown key")
         return merged
@@ -208,7 +231,7 @@ def _merge(default: Any, given: Any, path: tuple[str, ...]) -> Any:
     if isinstance(default, float):
         if not _is_number(given):
             raise _fail(dotted, given, "expected a number")
-        return float(given)
+        return _float(dotted, given)
     raise _fail(dotted, given, "unsupported value")  # pragma: no cover - defaults are fixed
 
 
@@ -221,9 +244,10 @@ def _merge_env(given: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
         raise _fail(".".join((*path, "weights")), weights, "a new env type needs a weights table")
     env: dict[str, Any] = {"weights": {}}
     for name, value in weights.items():
+        key = ".".join((*path, "weights", name))
         if not _is_number(value):
-            raise _fail(".".join((*path, "weights", name)), value, "expected a number")
-        env["weights"][name] = float(value)
+            raise _fail(key, value, "expected a number")
+        env["weights"][name] = _float(key, value)
     if "gate" in given:
         gate = given["gate"]
         if not isinstance(gate, str) or not gate:
@@ -232,24 +256,25 @@ def _merge_env(given: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
     return env
 
 
-def _check(resolved: dict[str, Any]) -> None:
-    task = resolved["task"]
+def _check_task(task: dict[str, Any]) -> None:
     multiple = task["minimization_multiple"]
     if not (math.isfinite(multiple) and multiple > 1):
         raise _fail("task.minimization_multiple", multiple, "must be greater than 1")
+    _bounded("task.minimization_multiple", multiple)
     if "failure_threshold" in task:
         threshold = task["failure_threshold"]
         if not (0.0 <= threshold <= 1.0):
             raise _fail("task.failure_threshold", threshold, "must lie in [0, 1]")
-    if not (math.isfinite(task["penalty_scale"]) and task["penalty_scale"] >= 0):
-        raise _fail("task.penalty_scale", task["penalty_scale"], "must be a number >= 0")
+    _bounded("task.penalty_scale", task["penalty_scale"])
     for env_type, env in task.items():
         if not isinstance(env, dict):
             continue
-        for name, weight in env["weights"].items():
-            if not (math.isfinite(weight) and weight >= 0):
-                raise _fail(f"task.{env_type}.weights.{name}", weight, "weights must be >= 0")
         gate = env.get("gate")
+        for name, weight in env["weights"].items():
+            key = f"task.{env_type}.weights.{name}"
+            if not (math.isfinite(weight) and weight >= 0):
+                raise _fail(key, weight, "weights must be >= 0")
+            _bounded(key, weight, GATED_WEIGHT_MAX if gate is not None else RUBRIC_NUMBER_MAX)
         if gate is not None and gate not in env["weights"]:
             raise _fail(f"task.{env_type}.gate", gate, "the gate must be one of the weights")
     for env_type in ("exploit", "detect"):
@@ -259,17 +284,21 @@ def _check(resolved: dict[str, Any]) -> None:
             raise _fail(
                 f"task.{env_type}.weights", weights, f"must sum to 1.0, they sum to {total}"
             )
+
+
+def _check(resolved: dict[str, Any]) -> None:
+    _check_task(resolved["task"])
     surface = resolved["surface"]
     for key, value in surface.items():
-        if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
-            raise _fail(f"surface.{key}", value, "must be a finite number >= 0")
+        if isinstance(value, float):
+            _bounded(f"surface.{key}", value)
     for name, weight in surface["weights"].items():
         if not (math.isfinite(weight) and weight >= 0):
             raise _fail(f"surface.weights.{name}", weight, "weights must be >= 0")
+        _bounded(f"surface.weights.{name}", weight)
     for key in ("smell_severity", "letter_bands"):
         for name, value in surface[key].items():
-            if not (math.isfinite(value) and value >= 0):
-                raise _fail(f"surface.{key}.{name}", value, "must be a finite number >= 0")
+            _bounded(f"surface.{key}.{name}", value)
     for good, bad in (
         ("tokens_per_tool_good", "tokens_per_tool_bad"),
         ("surface_tokens_good", "surface_tokens_bad"),
@@ -294,7 +323,9 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
     if isinstance(task_given, dict) and "failure_threshold" in task_given:
         task_given = dict(task_given)
         threshold = task_given.pop("failure_threshold")
-        if not _is_number(threshold) or not math.isfinite(threshold):
+        if not _is_number(threshold) or not math.isfinite(
+            _float("task.failure_threshold", threshold)
+        ):
             raise _fail("task.failure_threshold", threshold, "expected a number")
         given["task"] = task_given
     resolved: dict[str, Any] = _merge(DEFAULT_RUBRIC, given, ())

@@ -39,6 +39,14 @@ from pipeline.rubric import Rubric
 
 STATUS_SCORED = "scored"
 STATUS_GRADER_ERROR = "grader_error"
+# A run whose totals are not finite (finite parts, a sum or product past a double) or so
+# large that a mean over many runs could overflow has no score: like a grader error it is
+# kept out of every mean and rate, and flagged.
+STATUS_OUT_OF_RANGE = "total_out_of_range"
+# The totals a run stores; each must be finite and within ±TOTAL_LIMIT (a score is a
+# fraction; only allow_unbounded with huge penalties comes near it).
+TOTAL_COLUMNS = ("weighted", "penalty_total", "score", "weighted_as_graded", "score_as_graded")
+TOTAL_LIMIT = 1e12
 
 # CONTRACT 2: "A patch record may carry, in metadata.minimization, the raw sizes".
 MINIMIZATION_COMPONENT = "minimization"
@@ -61,6 +69,8 @@ ANOMALY_AUDIT_MISMATCH = "audit_mismatch"
 ANOMALY_MISSING_COMPONENT = "missing_component"
 ANOMALY_UNKNOWN_COMPONENT = "unknown_component"
 ANOMALY_UNKNOWN_ENV_TYPE = "unknown_env_type"
+ANOMALY_TOTAL_OUT_OF_RANGE = "total_out_of_range"
+ANOMALY_AUDIT_UNVERIFIED = "audit_unverified"
 
 RUN_COLUMNS = (
     "run_id",
@@ -243,6 +253,21 @@ def audit_mismatch_anomaly(
     return anomaly(ANOMALY_AUDIT_MISMATCH, detail, condition)
 
 
+def audit_unverified_anomaly(
+    env_type: pl.Expr, env_internal_failure: pl.Expr, recall: pl.Expr, precision: pl.Expr
+) -> pl.Expr:
+    """An audit whose metadata lacks recall or precision (CONTRACT 2 says it has both): its
+    subscore cannot be checked against their product; the detail names what is missing."""
+    missing = pl.concat_list(
+        [
+            pl.when(recall.is_null()).then(pl.lit("recall")),
+            pl.when(precision.is_null()).then(pl.lit("precision")),
+        ]
+    ).list.drop_nulls()
+    condition = (env_type == AUDIT_ENV) & ~env_internal_failure & (missing.list.len() > 0)
+    return anomaly(ANOMALY_AUDIT_UNVERIFIED, missing.list.join(","), condition)
+
+
 def component_anomaly(component: pl.Expr, in_record: pl.Expr, in_rubric: pl.Expr) -> pl.Expr:
     """CONTRACT 4: "A rubric component missing from the record ... a record component
     missing from the rubric ... Both are flagged"."""
@@ -252,6 +277,28 @@ def component_anomaly(component: pl.Expr, in_record: pl.Expr, in_rubric: pl.Expr
         .when(~in_record)
         .then(pl.concat_str([pl.lit(f"{ANOMALY_MISSING_COMPONENT}:"), component]))
     )
+
+
+def out_of_range_totals() -> pl.Expr:
+    """The names of a run's TOTAL_COLUMNS that are not finite (NaN or ±inf) or beyond
+    ±TOTAL_LIMIT, joined by commas; null when every one is in range (or null)."""
+    names = pl.concat_list(
+        [
+            pl.when(~pl.col(c).is_finite() | (pl.col(c).abs() > TOTAL_LIMIT)).then(pl.lit(c))
+            for c in TOTAL_COLUMNS
+        ]
+    ).list.drop_nulls()
+    return pl.when(names.list.len() > 0).then(names.list.join(","))
+
+
+def with_out_of_range_anomaly(anomalies: pl.Expr) -> pl.Expr:
+    """``anomalies`` (sorted) with ``total_out_of_range:<columns>`` added where a total is
+    out of range (``out_of_range_totals`` as column ``out_of_range``)."""
+    bad = pl.col("out_of_range")
+    flagged = anomalies.list.concat(
+        pl.concat_list(anomaly(ANOMALY_TOTAL_OUT_OF_RANGE, bad, bad.is_not_null()))
+    ).list.sort()
+    return pl.when(bad.is_not_null()).then(flagged).otherwise(anomalies)
 
 
 def unknown_env_type_anomaly(env_type: pl.Expr, env_known: pl.Expr) -> pl.Expr:
@@ -695,6 +742,9 @@ def run_scores(
         # CONTRACT 4: a grader error has "no score, excluded from every rate and mean".
         return pl.when(scored).then(expr)
 
+    def when_finite(expr: pl.Expr) -> pl.Expr:
+        return pl.when(pl.col("out_of_range").is_null()).then(expr)
+
     run_anomalies = [
         unknown_env_type_anomaly(pl.col("env_type"), pl.col("env_known")),
         weights_sum_anomaly(pl.col("record_weight_sum")),
@@ -702,6 +752,12 @@ def run_scores(
         audit_mismatch_anomaly(
             pl.col("env_type"),
             pl.col("audit_stored_subscore"),
+            pl.col("audit_recall"),
+            pl.col("audit_precision"),
+        ),
+        audit_unverified_anomaly(
+            pl.col("env_type"),
+            pl.col("env_internal_failure"),
             pl.col("audit_recall"),
             pl.col("audit_precision"),
         ),
@@ -743,31 +799,33 @@ def run_scores(
                 "score_as_graded"
             ),
         )
+        .with_columns(out_of_range_totals().alias("out_of_range"))
         .select(
             RUN_KEY,
             "run_id",
             pl.lit(rubric.rubric_id).alias("rubric_id"),
             pl.when(pl.col("env_internal_failure"))
             .then(pl.lit(STATUS_GRADER_ERROR))
+            .when(pl.col("out_of_range").is_not_null())
+            .then(pl.lit(STATUS_OUT_OF_RANGE))
             .otherwise(pl.lit(STATUS_SCORED))
             .alias("status"),
             "gate_component",
             when_scored(pl.when(pl.col("has_gate")).then(pl.col("gate_ok"))).alias("gate_passed"),
             when_scored(pl.col("has_gate") & ~pl.col("gate_ok")).alias("gated_out"),
-            "weighted",
-            "penalty_total",
-            "score",
-            "weighted_as_graded",
-            "score_as_graded",
-            when_scored(
-                task_passed(
-                    pl.col("score"),
-                    pl.col("has_gate"),
-                    pl.col("gate_ok"),
-                    rubric.task.failure_threshold,
+            # Checked after computing: a total out of range is stored as null.
+            *(when_finite(pl.col(c)).alias(c) for c in TOTAL_COLUMNS),
+            when_finite(
+                when_scored(
+                    task_passed(
+                        pl.col("score"),
+                        pl.col("has_gate"),
+                        pl.col("gate_ok"),
+                        rubric.task.failure_threshold,
+                    )
                 )
             ).alias("passed"),
-            pl.col("anomalies").fill_null(_EMPTY_ANOMALIES),
+            with_out_of_range_anomaly(pl.col("anomalies").fill_null(_EMPTY_ANOMALIES)),
         )
         .sort(RUN_KEY)
         .drop(RUN_KEY)

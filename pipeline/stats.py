@@ -139,13 +139,16 @@ def verdict(
 ) -> npt.NDArray[np.str_]:
     """CONTRACT 7: "`regression` when ci_high < 0, `improvement` when ci_low > 0, else `no_change`".
 
-    With fewer than two pairs there is no interval, so the answer is no_change.
+    With fewer than two pairs there is no interval, so the answer is no_change. An interval
+    that is not finite (a score that overflowed upstream) is a regression: a gate must
+    not pass what it cannot measure.
     """
     low = np.asarray(ci_low, dtype=np.float64)
     high = np.asarray(ci_high, dtype=np.float64)
     enough = np.asarray(n) >= MIN_PAIRS_FOR_INTERVAL
+    unmeasured = ~(np.isfinite(low) & np.isfinite(high))
     return np.select(
-        [enough & (high < 0), enough & (low > 0)],
+        [enough & (unmeasured | (high < 0)), enough & (low > 0)],
         [np.str_(REGRESSION), np.str_(IMPROVEMENT)],
         default=np.str_(NO_CHANGE),
     )

@@ -22,6 +22,7 @@ import polars as pl
 from pipeline.expr import clamp, lerp, lerp01, true_div, with_py_round
 from pipeline.rubric import Rubric
 from pipeline.sql import run_sql
+from pipeline.validate import repeated_keys
 from schemas import polars_schema
 from schemas.surface import (
     DIMENSIONS,
@@ -405,7 +406,12 @@ def _finding_problems() -> pl.Expr:
             _value("finding").str.slice(0, SHOWN_VALUE_CHARS),
         )
     )
-    return pl.concat_list([not_object, _problems(checks, where)]).list.drop_nulls()
+    finding = pl.format("findings[{}]", pl.col("finding_index"))
+    repeated = [
+        repeated_keys("finding_keys", finding),
+        repeated_keys("measurement_keys", pl.format("{}.measurement", finding)),
+    ]
+    return pl.concat_list([not_object, *repeated, _problems(checks, where)]).list.drop_nulls()
 
 
 # ------------------------------------------------------------------------------ parsing

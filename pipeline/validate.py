@@ -17,8 +17,10 @@ from pipeline.sql import connect, in_batches, run_sql
 
 NUMBER_TYPES = ("UBIGINT", "BIGINT", "DOUBLE")
 RUN_ID_MAX_CHARS = 256
-# RFC 3339 with an explicit offset: "2026-12-02T15:47:33.120+01:00" or "...Z".
-RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+AUDIT_ENV = "audit"
+# Above this, a sum of a record's parts could overflow a double: only records holding such
+# a value have their parts summed (any sum of values below it stays finite).
+HUGE_PART_VALUE = 1e290
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,15 @@ def _object(column: str, label: str, *, required: bool) -> pl.Expr:
     return pl.when(kind.is_not_null() & ~kind.is_in(["OBJECT", "NULL"])).then(wrong)
 
 
-def _repeated_keys(column: str, where: str) -> pl.Expr:
+def repeated_keys(column: str, where: str | pl.Expr) -> pl.Expr:
+    """A reason when the key list ``column`` names a key twice, else null; ``where`` names
+    the object (text, or an expression per row)."""
     keys = pl.col(column)
     repeated = keys.list.eval(pl.element().filter(pl.element().is_duplicated())).list.unique()
     return pl.when(keys.list.len() != keys.list.n_unique()).then(
         pl.format(
             "{} names the key {} more than once, so which value is meant is ambiguous",
-            pl.lit(where),
+            pl.lit(where) if isinstance(where, str) else where,
             repeated.list.sort().list.join(", "),
         )
     )
@@ -101,8 +105,11 @@ def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
     """CONTRACT section 2: one expression per rule, each a reason or null."""
     known = sorted(env_types)
     return [
-        _repeated_keys("top_keys", "the record"),
-        _repeated_keys("grade_keys", "grade"),
+        repeated_keys("top_keys", "the record"),
+        repeated_keys("grade_keys", "grade"),
+        # Below grade only the keys scoring reads (parse_lines.sql lists only those).
+        repeated_keys("metadata_scored_keys", "grade.metadata"),
+        repeated_keys("minimization_scored_keys", "grade.metadata.minimization"),
         _required_string("run_id"),
         pl.when(
             (pl.col("run_id__type") == "VARCHAR")
@@ -128,12 +135,12 @@ def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
             )
         ),
         _required_string("graded_at"),
-        pl.when(
-            (pl.col("graded_at__type") == "VARCHAR")
-            & (~pl.col("graded_at_text").str.contains(RFC3339) | pl.col("graded_at").is_null())
-        ).then(
+        # parse_lines.sql reads it with the session's rfc3339_instant: null unless it is one.
+        pl.when((pl.col("graded_at__type") == "VARCHAR") & pl.col("graded_at").is_null()).then(
             pl.format(
-                "field `graded_at` must be an RFC 3339 timestamp with offset, got {}",
+                "field `graded_at` must be an RFC 3339 timestamp with offset "
+                "(hh:mm:ss with hh 00-23, a real date, an offset within +/-23:59, "
+                "a year 0001-9999 in UTC), got {}",
                 pl.col("graded_at_text"),
             )
         ),
@@ -172,6 +179,37 @@ def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
         _optional_number(
             "minimization_minimal_size", "grade.metadata.minimization.minimal_size", positive=True
         ),
+        *audit_rules(),
+    ]
+
+
+def _audit_fraction(column: str, label: str) -> pl.Expr:
+    """CONTRACT 2: an audit's metadata has recall and precision, and its subscore is their
+    product: each, when given, must be a number in [0, 1]. (One missing lands, flagged
+    ``audit_unverified`` by scoring: the subscore cannot be checked.)"""
+    kind, value = pl.col(f"{column}__type"), pl.col(column)
+    audit = pl.col("env_type") == AUDIT_ENV
+    return (
+        pl.when(audit & kind.is_not_null() & ~kind.is_in([*NUMBER_TYPES, "NULL"]))
+        .then(pl.format("field `{}` must be a number in [0, 1], got {}", pl.lit(label), kind))
+        .when(audit & kind.is_in(NUMBER_TYPES) & ~value.is_between(0.0, 1.0))
+        .then(pl.format("field `{}` must lie in [0, 1], got {}", pl.lit(label), value))
+    )
+
+
+def _audit_list(column: str, label: str) -> pl.Expr:
+    kind = pl.col(f"{column}__type")
+    return pl.when(
+        (pl.col("env_type") == AUDIT_ENV) & kind.is_not_null() & ~kind.is_in(["ARRAY", "NULL"])
+    ).then(pl.format("field `{}` must be a list of defect ids, got {}", pl.lit(label), kind))
+
+
+def audit_rules() -> list[pl.Expr]:
+    return [
+        _audit_fraction("audit_recall", "grade.metadata.recall"),
+        _audit_fraction("audit_precision", "grade.metadata.precision"),
+        _audit_list("audit_found", "grade.metadata.found"),
+        _audit_list("audit_missed", "grade.metadata.missed"),
     ]
 
 
@@ -193,6 +231,29 @@ def part_rules() -> pl.Expr:
 
 def _joined_reasons(rules: Iterable[pl.Expr]) -> pl.Expr:
     return pl.concat_list(list(rules)).list.drop_nulls()
+
+
+def overflowing_sums(parts: pl.LazyFrame) -> pl.LazyFrame:
+    """Records whose weights or penalties, each finite, sum past a double (row_nr, reason):
+    their totals (score_as_graded, penalty_total) could not be stored. Only records holding a
+    huge value are summed, so a batch of ordinary records pays one filter."""
+    huge = parts.filter(pl.col("value") > HUGE_PART_VALUE).select("row_nr").unique()
+    return (
+        parts.join(huge, on="row_nr", how="semi")
+        .filter((pl.col("part") != "subscores") & pl.col("value").is_finite())
+        .group_by("row_nr", "part")
+        .agg(total=pl.col("value").sum())
+        .filter(~pl.col("total").is_finite())
+        .select(
+            "row_nr",
+            reason=pl.format(
+                "grade.{} add up to {} (each is finite, their sum is not): "
+                "no score can be computed from them",
+                pl.col("part"),
+                pl.col("total"),
+            ),
+        )
+    )
 
 
 def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -220,7 +281,7 @@ def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> 
         .select(
             "row_nr",
             reason=pl.format(
-                "grade.{}s has the key {} more than once", pl.col("part"), pl.col("name")
+                "grade.{} has the key {} more than once", pl.col("part"), pl.col("name")
             ),
         )
     )
@@ -245,7 +306,7 @@ def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> 
         )
     )
     return (
-        pl.concat([value_reasons, duplicate_keys, mismatched])
+        pl.concat([value_reasons, duplicate_keys, mismatched, overflowing_sums(parts.lazy())])
         .group_by("row_nr")
         .agg(pl.col("reason").sort())
         .rename({"reason": "reasons"})

@@ -11,7 +11,7 @@ import pandera.polars as pa
 import polars as pl
 
 ENV_TYPES = ("exploit", "detect", "patch", "audit")
-STATUSES = ("scored", "grader_error")
+STATUSES = ("scored", "grader_error", "total_out_of_range")
 
 
 class TaskRun(pa.DataFrameModel):

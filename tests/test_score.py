@@ -234,11 +234,16 @@ def test_audit_mismatch_is_flagged_not_fixed(
     assert run["score"] == pytest.approx(0.5, abs=1e-12)
 
 
-def test_audit_without_recall_is_not_checked(
+def test_audit_without_recall_cannot_be_checked_and_says_so(
     score: Callable[..., Scored], task_record: RecordFn
 ) -> None:
+    # Issue 13: an audit lacking recall or precision landed without a word; it is flagged,
+    # naming what is missing, and still scores its stored subscore.
     run = score([task_record("r1", "audit", {"audit": 0.5}, metadata={"precision": 0.8})]).run("r1")
-    assert run["anomalies"] == []
+    assert run["anomalies"] == ["audit_unverified:recall"]
+    assert run["score"] == pytest.approx(0.5, abs=1e-12)
+    bare = score([task_record("r2", "audit", {"audit": 0.5})]).run("r2")
+    assert bare["anomalies"] == ["audit_unverified:recall,precision"]
 
 
 def test_audit_zero_does_not_pass(score: Callable[..., Scored], task_record: RecordFn) -> None:

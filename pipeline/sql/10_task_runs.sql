@@ -1,7 +1,8 @@
 -- task_runs: one row per graded attempt, its context and its score under the
--- current rubric. status is 'scored' or 'grader_error' (no score, excluded from
--- every mean and rate); score_as_graded uses the record's own weights; anomalies
--- lists what looked wrong in the record (never silently fixed).
+-- current rubric. status is 'scored', 'grader_error' or 'total_out_of_range' (no
+-- score: the grader broke, or a total overflowed; excluded from every mean and rate);
+-- score_as_graded uses the record's own weights; anomalies lists what looked wrong in
+-- the record (never silently fixed).
 create or replace view task_runs as
 select
     r.run_id,

@@ -52,12 +52,16 @@ extracted as (
     select
         row_nr,
         is_json,
-        -- Every path's type, then '$.grade''s (whose type alone is needed: serializing
-        -- its fragment would cost as much as the record's).
-        case when is_json then json_type(raw, list_concat(task_paths(), ['$.grade'])) end as t,
+        -- Every path's type,         -- then the types alone of '$.grade' (serializing its fragment would cost as much as
+        -- the record's) and of the audit lists.
+        case when is_json then json_type(raw, list_concat(task_paths(), [
+            '$.grade', '$.grade.metadata.found', '$.grade.metadata.missed'
+        ])) end as t,
         case when is_json then json_extract(raw, task_paths()) end as v,
         case when is_json then json_keys(raw, [
-            '$', '$.grade', '$.grade.subscores', '$.grade.weights', '$.grade.penalties'
+            '$', '$.grade', '$.grade.subscores', '$.grade.weights', '$.grade.penalties',
+            '$.grade.metadata', '$.grade.metadata.minimization',
+            '$.server', '$.coverage', '$.headline'
         ]) end as k
     from checked
 )
@@ -70,6 +74,12 @@ select
         when t[1] = 'OBJECT'
             and list_contains(k[1], 'server')
             and list_contains(k[1], 'findings') then 'surface'
+        -- Half a report (server or findings, and neither of a task grade's agent and
+        -- env_type) is judged as a report, so its reasons are about the report.
+        when t[1] = 'OBJECT'
+            and (list_contains(k[1], 'server') or list_contains(k[1], 'findings'))
+            and not list_contains(k[1], 'agent')
+            and not list_contains(k[1], 'env_type') then 'surface'
         when t[1] = 'OBJECT' then 'task'
     end as record_kind,
     sha256(v[1]::varchar) as content_hash,
@@ -93,7 +103,7 @@ select
     v[6] ->> '$' as env_type,
     t[7] as graded_at__type,
     v[7] ->> '$' as graded_at_text,
-    try_cast(v[7] ->> '$' as timestamptz) as graded_at,
+    rfc3339_instant(v[7] ->> '$') as graded_at,
     t[8] as defect_id__type,
     v[8] ->> '$' as defect_id,
     t[9] as cwe__type,
@@ -101,7 +111,8 @@ select
     t[10] as project__type,
     v[10] ->> '$' as project,
     t[11] as trial__type,
-    try_cast(v[11] as double) as trial,
+    -- Read as an integer, exactly: a double would round past 2^53.
+    try_cast(v[11] as bigint) as trial,
     t[12] as cost_usd__type,
     try_cast(v[12] as double) as cost_usd,
     t[13] as tokens__type,
@@ -131,5 +142,16 @@ select
     t[24] as audit_recall__type,
     try_cast(v[24] as double) as audit_recall,
     t[25] as audit_precision__type,
-    try_cast(v[25] as double) as audit_precision
+    try_cast(v[25] as double) as audit_precision,
+    t[27] as audit_found__type,
+    t[28] as audit_missed__type,
+    -- The keys named below grade.metadata that scoring reads, as often as they are named
+    -- (metadata keys scoring never reads may be named twice: both values are kept).
+    list_filter(coalesce(k[6], []), lambda x: x in ('recall', 'precision', 'minimization'))
+        as metadata_scored_keys,
+    list_filter(coalesce(k[7], []), lambda x: x in ('final_size', 'minimal_size'))
+        as minimization_scored_keys,
+    k[8] as server_keys,
+    k[9] as coverage_keys,
+    k[10] as headline_keys
 from extracted

@@ -9,6 +9,10 @@ select
     cast(f.key as bigint) as finding_index,
     f.type as finding_t,
     f.value::varchar as finding_v,
+    -- Key lists keep a key named twice, so a finding or measurement that does is caught.
+    case when f.type = 'OBJECT' then json_keys(f.value) end as finding_keys,
+    case when json_type(f.value, '$.measurement') = 'OBJECT'
+        then json_keys(f.value, '$.measurement') end as measurement_keys,
     json_type(f.value, '$.probe') as probe_t,
     json_extract_string(f.value, '$.probe') as probe_v,
     json_type(f.value, '$.kind') as kind_t,

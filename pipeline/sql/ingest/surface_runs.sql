@@ -16,11 +16,11 @@ select
     -- CONTRACT 3 lists generated_at beside the server fields: accept it there too.
     json_type(raw, '$.server.generated_at') as server_generated_at_t,
     json_extract_string(raw, '$.server.generated_at') as server_generated_at_v,
-    try_cast(
+    rfc3339_instant(
         coalesce(
             json_extract_string(raw, '$.generated_at'),
             json_extract_string(raw, '$.server.generated_at')
-        ) as timestamptz
+        )
     ) as generated_at_ts,
     json_type(raw, '$.server') as server_t,
     json_extract_string(raw, '$.server') as server_v,
