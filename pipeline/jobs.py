@@ -235,24 +235,29 @@ def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataF
 def superseded_quarantine(
     frames: dict[str, pl.DataFrame], held: pl.DataFrame, batch_id: str
 ) -> pl.DataFrame:
-    """Quarantine rows whose place (source, line) a run of this batch now lands from.
+    """Quarantine rows whose place (source, line) this batch has read anew.
 
     A line once refused and now accepted (read again under a rubric that knows its
     env type, or a file first read while still being written) is one line in one
-    place: its old quarantine row is resolved by the run it became, as a replay does.
+    place: its old quarantine row is resolved by the run it became, as a replay does
+    (outcome ``landed``). A place quarantined again with other text (the file changed)
+    keeps only the newer row: the older one is ``superseded``.
     """
+    earlier = held.filter(pl.col("line") > 0).select("source", "line", "raw")
     landed = pl.concat([frames[table].select("run_id", "source", "line") for table in RUN_TABLES])
-    rows = (
-        held.filter(pl.col("line") > 0)
-        .join(landed, on=["source", "line"])
-        .select(
-            "source",
-            "line",
-            raw=pl.col("raw").fill_null(""),
-            run_id="run_id",
-            outcome=pl.lit("landed"),
-            batch_id=pl.lit(batch_id),
+    relanded = earlier.join(landed, on=["source", "line"]).with_columns(outcome=pl.lit("landed"))
+    requarantined = (
+        earlier.join(
+            frames["quarantine"].select("source", "line", new_raw="raw"), on=["source", "line"]
         )
+        .filter(pl.col("raw").ne_missing(pl.col("new_raw")))
+        .select(
+            "source", "line", "raw", run_id=pl.lit(None, pl.String), outcome=pl.lit("superseded")
+        )
+    )
+    rows = (
+        pl.concat([relanded.select("source", "line", "raw", "run_id", "outcome"), requarantined])
+        .with_columns(raw=pl.col("raw").fill_null(""), batch_id=pl.lit(batch_id))
         .unique(maintain_order=True)
     )
     return checked(QuarantineResolved, rows)
@@ -312,7 +317,7 @@ def ingest_locked(
     files = expand_inputs(inputs, lake)
     landed = landed_index(lake)
     totals = dict.fromkeys(
-        ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen"), 0
+        ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen", "resolved"), 0
     )
     parts: list[str] = []
     outcomes: list[pl.DataFrame] = []
@@ -361,6 +366,7 @@ def ingest_locked(
             totals["duplicates"] += result.skipped_duplicates
             totals["blank"] += batch.blank_lines
             totals["seen"] += result.already_quarantined
+            totals["resolved"] += frames["quarantine_resolved"].height
         if any(found.values()):
             evolution.remember(tx, lake, found, known)
         for target, document in (extra_documents or {}).items():
@@ -380,7 +386,16 @@ def ingest_locked(
         already_quarantined=totals["seen"],
         parts=parts,
         seconds=time.perf_counter() - started,
-        notes=notes + file_notes(outcomes),
+        notes=notes
+        + file_notes(outcomes)
+        + (
+            [
+                f"{totals['resolved']} earlier quarantine row(s) resolved: their lines were read "
+                "again (same file and line) and landed, or were quarantined with other text"
+            ]
+            if totals["resolved"]
+            else []
+        ),
         schema_news=evolution.news_of(found, known),
     )
 

@@ -178,12 +178,17 @@ def letter_distribution(
     letters: list[str],
 ) -> pl.LazyFrame:
     """How many servers (latest version) hold each letter under each rubric, best first."""
-    paired = _surface_paired(surface_runs, before, after)
+    paired = _surface_paired(surface_runs, before, after).with_columns(
+        pl.col("letter_from", "letter_to").cast(pl.String)
+    )
     counts = [
         paired.group_by(pl.col(column).alias("letter")).agg(pl.len().cast(pl.Int64).alias(name))
         for column, name in (("letter_from", "servers_from"), ("letter_to", "servers_to"))
     ]
-    order = pl.LazyFrame({"letter": letters, "rank": list(range(len(letters)))})
+    order = pl.LazyFrame(
+        {"letter": letters, "rank": list(range(len(letters)))},
+        schema={"letter": pl.String, "rank": pl.Int64},
+    )
     return (
         order.join(counts[0], on="letter", how="left")
         .join(counts[1], on="letter", how="left")

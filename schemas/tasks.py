@@ -101,7 +101,8 @@ class Quarantine(pa.DataFrameModel):
         strict = True
 
 
-RESOLUTIONS = ("landed", "duplicate")
+# superseded: the same place was read again and quarantined with other text (no run).
+RESOLUTIONS = ("landed", "duplicate", "superseded")
 
 
 class QuarantineResolved(pa.DataFrameModel):
@@ -114,7 +115,7 @@ class QuarantineResolved(pa.DataFrameModel):
     source: str
     line: pl.Int64 = pa.Field(ge=1)
     raw: str
-    run_id: str
+    run_id: str = pa.Field(nullable=True)
     # landed: the line is that run now; duplicate: a run of the same content had landed.
     outcome: str = pa.Field(isin=list(RESOLUTIONS))
     batch_id: str
