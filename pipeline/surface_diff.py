@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.sql import sql_text
+from pipeline.tables import print_table
 from pipeline.warehouse import connect_read_only, warehouse_path
 
 NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
@@ -258,21 +259,24 @@ def print_diff(console: Console, diff: SurfaceDiff, threshold: float | None) -> 
     for key, value in g.items():
         if key.endswith("_delta") and key not in ("overall_delta", "overall_display_delta"):
             dims.add_row(key.removesuffix("_delta"), _signed(value))
-    console.print(dims)
+    print_table(console, dims)
     counts = diff.counts()
     table = Table(title=", ".join(f"{n} {change}" for change, n in counts.items()))
     for column in ("change", "kind", "tool", "identity", "before", "after"):
         table.add_column(column, overflow="fold")
-    for row in diff.changes.iter_rows(named=True):
-        table.add_row(
-            row["change"],
-            row["kind"],
-            row["tool"] or "(whole surface)",
-            row["identity"],
-            _cell(row["severity_before"]),
-            _cell(row["severity_after"]),
-        )
-    console.print(table)
+    shown = diff.changes.select(
+        "change",
+        "kind",
+        pl.col("tool").fill_null("(whole surface)"),
+        "identity",
+        *(
+            pl.col(name).round(3).cast(pl.String).fill_null("-")
+            for name in ("severity_before", "severity_after")
+        ),
+    )
+    for cells in shown.rows():
+        table.add_row(*(str(cell) for cell in cells))
+    print_table(console, table)
     if threshold is not None:
         failing = diff.failing(threshold).height
         console.print(
@@ -283,10 +287,6 @@ def print_diff(console: Console, diff: SurfaceDiff, threshold: float | None) -> 
 
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}"
-
-
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def run_surface_diff(
