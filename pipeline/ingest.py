@@ -8,8 +8,9 @@ can be counted against the lines read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import ParamSpec, TypeVar
 
 import duckdb
 import polars as pl
@@ -35,6 +36,9 @@ class Batch:
     # Exact copies of a report already earlier in the batch, found while parsing.
     parse_skipped: int = 0
 
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # Only a line holding one of these can hold a non-finite number; only those
 # lines pay for non_finite.sql's walk of the whole tree.
@@ -230,6 +234,7 @@ def quarantine_rows(lines: pl.DataFrame, reasons: pl.DataFrame, batch_id: str) -
         "row_nr",
         "source",
         "line",
+        pl.lit(None, pl.Int64).alias("line_end"),
         "reason",
         "raw",
         pl.col("record_kind").cast(pl.String),
@@ -237,8 +242,56 @@ def quarantine_rows(lines: pl.DataFrame, reasons: pl.DataFrame, batch_id: str) -
     )
 
 
+def row_lines() -> pl.Expr:
+    """How many input lines a quarantine row stands for (a block: line..line_end)."""
+    return pl.col("line_end").fill_null(pl.col("line")) - pl.col("line") + 1
+
+
+def quarantined_lines(quarantine: pl.DataFrame) -> int:
+    return int(quarantine.select(row_lines().sum()).item() or 0)
+
+
 def empty_quarantine() -> pl.DataFrame:
     return pl.DataFrame(schema={"row_nr": pl.UInt32, **polars_schema(Quarantine)})
+
+
+class FileFailure(Exception):
+    """Reading or landing an input failed in a way no rule foresaw (the file's, not the lake's)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        first = (str(cause).strip().splitlines() or [""])[0][:FAILURE_TEXT_CHARS]
+        super().__init__(f"{type(cause).__name__}: {first}" if first else type(cause).__name__)
+
+
+# How much of an unforeseen error's message a quarantine reason keeps.
+FAILURE_TEXT_CHARS = 300
+
+
+def failed_block(lines: pl.DataFrame, failure: FileFailure, batch_id: str) -> pl.DataFrame:
+    """One quarantine row per file of ``lines``: the block of its lines, with the failure."""
+    return (
+        lines.group_by("source", maintain_order=True)
+        .agg(
+            row_nr=pl.col("row_nr").min(),
+            line=pl.col("line").min(),
+            last=pl.col("line").max(),
+        )
+        .select(
+            pl.col("row_nr").cast(pl.UInt32),
+            "source",
+            "line",
+            line_end=pl.when(pl.col("last") > pl.col("line")).then(pl.col("last")),
+            reason=pl.format(
+                "could not be read or landed, quarantined whole (lines {}-{}): {}",
+                pl.col("line"),
+                pl.col("last"),
+                pl.lit(str(failure)),
+            ),
+            raw=pl.lit(None, pl.String),
+            record_kind=pl.lit(None, pl.String),
+            batch_id=pl.lit(batch_id),
+        )
+    )
 
 
 def landed_frames(batch: Batch) -> dict[str, pl.DataFrame]:
@@ -350,12 +403,18 @@ def dedupe(
             surface_clash.with_columns(record_kind=pl.lit("surface")),
         ]
     ).select(
-        "row_nr", "source", "line", "reason", "raw", "record_kind", batch_id=pl.lit(batch.batch_id)
+        "row_nr",
+        "source",
+        "line",
+        pl.lit(None, pl.Int64).alias("line_end"),
+        "reason",
+        "raw",
+        "record_kind",
+        batch_id=pl.lit(batch.batch_id),
     )
-    every_reject = pl.concat([batch.quarantine, clash_rows])
-    place = ["source", "line", "raw"]
+    every_reject = pl.concat([batch.quarantine, clash_rows.cast(batch.quarantine.schema)])
     fresh = every_reject.join(
-        landed_quarantine.select(place), on=place, how="anti", nulls_equal=True
+        _seen_rejects(every_reject, landed_quarantine), on="row_nr", how="anti"
     )
     deduped = Batch(
         batch_id=batch.batch_id,
@@ -368,5 +427,58 @@ def dedupe(
     return Deduped(
         batch=deduped,
         skipped_duplicates=task_skipped.height + surface_skipped.height + batch.parse_skipped,
-        already_quarantined=every_reject.height - fresh.height,
+        already_quarantined=quarantined_lines(every_reject) - quarantined_lines(fresh),
     )
+
+
+def _seen_rejects(rejects: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:
+    """row_nr of the rejects already quarantined from the same place: the same line with the
+    same raw text, or lines inside a block (kept without raw text) of the same source.
+
+    An as-of join finds each reject's nearest held row at or before its line, so a source
+    with many held rows costs a sort, not a product of the two.
+    """
+    ends = pl.col("line_end").fill_null(pl.col("line"))
+    mine = rejects.select("row_nr", "source", "line", "raw", end=ends).sort("source", "line")
+    theirs = held.select(
+        "source",
+        held_line="line",
+        held_end=ends,
+        held_raw="raw",
+        block=pl.col("line_end").is_not_null(),
+    ).sort("source", "held_line")
+    matched = mine.join_asof(
+        theirs,
+        left_on="line",
+        right_on="held_line",
+        by="source",
+        strategy="backward",
+        check_sortedness=False,
+    )
+    same_text = pl.col("raw").eq_missing(pl.col("held_raw")) & (
+        pl.col("line") == pl.col("held_line")
+    )
+    inside = pl.col("block") & (pl.col("end") <= pl.col("held_end"))
+    return matched.filter((same_text | inside).fill_null(False)).select("row_nr")
+
+
+def dedupe_failed(batch: Batch, landed_quarantine: pl.DataFrame) -> Deduped:
+    """``dedupe`` for a batch of failed blocks only: a block quarantined before is seen."""
+    fresh = batch.quarantine.join(
+        _seen_rejects(batch.quarantine, landed_quarantine), on="row_nr", how="anti"
+    )
+    kept = Batch(batch.batch_id, batch.tables, fresh, batch.lines_read, 0, batch.files)
+    seen = quarantined_lines(batch.quarantine) - quarantined_lines(fresh)
+    return Deduped(batch=kept, skipped_duplicates=0, already_quarantined=seen)
+
+
+def guarded(step: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``step``, with any failure of it raised as the input's FileFailure.
+
+    Only steps that compute over input lines go through here; the lake's reads
+    and writes do not, so their failures stop the run instead.
+    """
+    try:
+        return step(*args, **kwargs)
+    except Exception as exc:  # every failure of one file stays with it
+        raise FileFailure(exc) from exc

@@ -104,7 +104,9 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     batch = build_batch(lines, sorted(chosen.task.envs), batch_id)
     landed_tasks, landed_surfaces = jobs.earlier_runs(lake, batch)
     # Against an empty quarantine, so every line that fails again is listed (it stays put).
-    nothing_held = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
+    nothing_held = pl.DataFrame(
+        schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
+    )
     result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held)
     frames = landed_frames(result.batch)
     still = result.batch.quarantine.select("row_nr")
