@@ -42,7 +42,7 @@ from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
 from pipeline.parts import check_and_repair, manifest, manifest_path
 from pipeline.progress import progress, timed
-from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, Lines, expand_inputs, iter_line_chunks
+from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, Lines, iter_line_chunks, scan_inputs
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
 from pipeline.warehouse import build_warehouse, connect_read_only, warehouse_path
@@ -319,16 +319,11 @@ def ingest_locked(
     started = time.perf_counter()
     env_rubric = rubric or current_rubric(lake) or parse_rubric({})
     batch_id = lk.new_batch_id()
-    files = expand_inputs(inputs)
+    scanned = scan_inputs(inputs)
+    files = scanned.files
     with lk.Transaction(lake) as tx:
         lander = _Lander(lake, tx, sorted(env_rubric.task.envs), batch_id, landed_index(lake))
-        chosen = limits or Limits()
-        chunks = iter_line_chunks(
-            files,
-            chunk_bytes=chunk_bytes,
-            max_record_bytes=chosen.max_record_bytes,
-            max_depth=chosen.max_depth,
-        )
+        chunks = iter_line_chunks(files, chunk_bytes=chunk_bytes, limits=limits)
         for lines in progress(chunks, "ingesting"):
             lander.land(lines)
         for target, document in (extra_documents or {}).items():
@@ -350,7 +345,7 @@ def ingest_locked(
         already_quarantined=totals["seen"],
         parts=lander.parts,
         seconds=time.perf_counter() - started,
-        notes=failures + file_notes(lander.outcomes, exclude=set(lander.failed)),
+        notes=scanned.skipped + failures + file_notes(lander.outcomes, exclude=set(lander.failed)),
     )
 
 

@@ -35,8 +35,12 @@ from schemas.tasks import Quarantine
 NOT_REPLAYABLE = (
     "line is not valid UTF-8",
     "record is ",
+    "report is ",
     "gzip stream ends early",
     "not a readable gzip file",
+    "decompressed past the limit",
+    "trailing bytes after the end of the gzip data",
+    "could not read the file",
 )
 
 

@@ -6,21 +6,35 @@ Hostile shapes are generated at test time (bench/hostile.py) at a size CI afford
 from __future__ import annotations
 
 import errno
+import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from bench.hostile import good_records, int64_overflow, task_record
+from bench.hostile import (
+    empty_objects,
+    good_records,
+    gzip_bomb,
+    int64_overflow,
+    sparse_file,
+    task_record,
+)
 from pipeline import ingest, jobs
 from pipeline import lake as lk
 from pipeline.cli import app
+from pipeline.reader import Limits, iter_line_chunks, read_lines, scan_inputs
 from pipeline.rubric import parse_rubric
 from pipeline.warehouse import warehouse_path
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 1024**2
 
 
 def _query(lake: Path, sql: str) -> list[tuple[object, ...]]:
@@ -129,3 +143,103 @@ def test_a_lake_failure_stops_the_run_and_leaves_the_lake_as_it_was(
     assert result.exit_code == 1
     assert not list(lake.glob("task_runs/*.parquet"))
     assert not list(lake.glob("quarantine/*.parquet"))
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _write_gz(path: Path, text: bytes) -> bytes:
+    data = gzip.compress(text)
+    path.write_bytes(data)
+    return data
+
+
+def test_a_line_past_the_record_limit_is_not_buffered_and_keeps_its_first_kib(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + b"x" * 100_000 + b'\n{"b": 2}\n' + b"y" * 5_000)
+    frame = read_lines([path], Limits(max_record_bytes=1000)).frame
+    assert frame["line"].to_list() == [1, 2, 3, 4]
+    long, last = frame.row(1, named=True), frame.row(3, named=True)
+    assert long["problem"].startswith("record is 100000 bytes, over the limit of 1000 bytes")
+    assert long["raw"] == "x" * 1024 + "…"
+    assert last["problem"].startswith("record is 5000 bytes")
+    assert frame.row(2, named=True)["problem"] is None
+
+
+def _peak_rss_of(code: str) -> int:
+    """Peak RSS (bytes) of a fresh interpreter running ``code``, measured by the kernel."""
+    script = f"{code}\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return int(done.stdout.strip().splitlines()[-1]) * 1024
+
+
+def test_a_sparse_file_of_one_huge_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    path = sparse_file(tmp_path, 400_000_000)
+    code = (
+        "from pathlib import Path\nfrom pipeline.reader import iter_line_chunks\n"
+        f"chunks = list(iter_line_chunks([Path({str(path)!r})]))\n"
+        "assert chunks[0].frame['problem'][0].startswith('record is 400000000 bytes')\n"
+    )
+    assert _peak_rss_of(code) < 400 * MIB
+
+
+def test_chunks_are_bounded_by_lines_as_well_as_bytes(tmp_path: Path) -> None:
+    path = empty_objects(tmp_path, 5_500)
+    chunks = list(iter_line_chunks([path], chunk_lines=1000))
+    assert [c.frame.height for c in chunks] == [1000] * 5 + [500]
+    assert pl.concat([c.frame for c in chunks])["line"].to_list() == list(range(1, 5501))
+
+
+def test_a_gzip_bomb_stops_at_the_expansion_limit_as_one_counted_block(tmp_path: Path) -> None:
+    path = gzip_bomb(tmp_path, 50_000_000)
+    frame = read_lines([path], Limits(max_expanded_bytes=3_000_000)).frame
+    kept, rest = frame.head(-1), frame.row(-1, named=True)
+    assert kept.height == 1_000_000 and kept["problem"].null_count() == kept.height
+    assert rest["line"] == 1_000_001
+    assert rest["problem"].startswith("decompressed past the limit of 3000000 bytes")
+
+
+def test_every_member_of_a_concatenated_gzip_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "day.jsonl.gz"
+    first = gzip.compress(b'{"n": 1}\n{"n": 2}\n{"n": 3}\n')
+    second = gzip.compress(b'{"n": 4}\n{"n": 5}\n{"n": 6}\n{"n": 7}\n')
+    path.write_bytes(first + second)
+    frame = read_lines([path]).frame
+    assert frame["raw"].to_list() == [f'{{"n": {n}}}' for n in range(1, 8)]
+    assert frame["problem"].null_count() == 7
+
+
+def test_trailing_bytes_after_gzip_are_reported_not_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "tail.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"n": 1}\n') + b"garbage!")
+    frame = read_lines([path]).frame
+    assert frame["line"].to_list() == [1, 2]
+    assert frame["problem"][1] == (
+        "trailing bytes after the end of the gzip data are not gzip (8 bytes, not read)"
+    )
+    assert frame["raw"][1] == "garbage!"
+
+
+def test_links_and_files_outside_the_root_are_skipped_with_a_note(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text('{"password": "hunter2"}\n')
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "more.jsonl").write_text('{"password": "x"}\n')
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    good_records(inbox, 3)
+    (inbox / "shadow.jsonl").symlink_to(secret)
+    (inbox / "folder").symlink_to(outside, target_is_directory=True)
+    lake = tmp_path / "lake"
+    output = _run([inbox], lake)
+    assert f"{inbox / 'shadow.jsonl'}: a symbolic link, skipped unread" in output
+    assert f"{inbox / 'folder'}: a symbolic link to a folder, skipped unread" in output
+    assert _query(lake, "select count(*) from task_runs") == [(3,)]
+    assert _query(lake, "select count(*) from quarantine") == [(0,)]
+    scanned = scan_inputs([inbox / "shadow.jsonl"])
+    assert scanned.files == [] and "symbolic link" in scanned.skipped[0]
