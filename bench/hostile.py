@@ -162,6 +162,22 @@ def good_records(folder: Path, scale: int) -> Path:
     )
 
 
+REAL_600_TOOLS = (
+    Path(__file__).resolve().parents[1]
+    / "tests/fixtures/mcp-xray-generated/server_600_tools.json.gz"
+)
+
+
+def real_600_tools(folder: Path, scale: int) -> Path:
+    """The genuine 600-tool mcp-xray report (21.5 MB, 30,666 findings), ``scale`` copies
+    under their own server names."""
+    text = gzip.decompress(REAL_600_TOOLS.read_bytes())
+    for copy in range(scale):
+        named = text.replace(b'"name": "huge-srv"', f'"name": "huge-srv-{copy}"'.encode(), 1)
+        (folder / f"server_600_tools-{copy}.json").write_bytes(named)
+    return folder / "server_600_tools-0.json"
+
+
 SHAPES: dict[str, Callable[[Path, int], Path]] = {
     "components": many_components,
     "metadata_list": long_metadata_list,
@@ -172,4 +188,5 @@ SHAPES: dict[str, Callable[[Path, int], Path]] = {
     "sparse": sparse_file,
     "int64": int64_overflow,
     "good": good_records,
+    "real_600_tools": real_600_tools,
 }

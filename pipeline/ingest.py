@@ -64,11 +64,7 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
     suspects = candidates.filter(pl.col("raw").str.contains(NON_FINITE_HINT)).join(
         json_rows, on="row_nr", how="semi"
     )
-    non_finite = (
-        run_sql("ingest/non_finite.sql", {"suspects": suspects}, con=con)
-        if suspects.height
-        else pl.DataFrame(schema={"row_nr": pl.UInt32, "path": pl.String, "literal": pl.String})
-    )
+    non_finite = _non_finite(suspects, con)
     kinds = (
         lines.select("row_nr", "problem", blank=blank.fill_null(False))
         .join(
@@ -97,6 +93,25 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
         (pl.col("record_kind") == "task") & ~pl.col("row_nr").is_in(non_finite["row_nr"].implode())
     ).drop("is_json", "json_kind", "record_kind", "content_hash")
     return Parsed(kinds=kinds, fields=fields)
+
+
+# A suspect longer than this is walked level by level (non_finite_large.sql): json_tree's
+# memory grows with nodes x document size, fine for a record, not for a 20 MB report.
+LARGE_SUSPECT_BYTES = 64 * 1024
+
+
+def _non_finite(suspects: pl.DataFrame, con: duckdb.DuckDBPyConnection | None) -> pl.DataFrame:
+    """row_nr, path and literal of the first non-finite number of each suspect that has one."""
+    found = [pl.DataFrame(schema={"row_nr": pl.UInt32, "path": pl.String, "literal": pl.String})]
+    large = pl.col("raw").str.len_bytes() > LARGE_SUSPECT_BYTES
+    for query, rows in (
+        ("ingest/non_finite.sql", suspects.filter(~large)),
+        ("ingest/non_finite_large.sql", suspects.filter(large)),
+    ):
+        if rows.height:
+            hits = run_sql(query, {"suspects": rows}, con=con)
+            found.append(hits.cast({"row_nr": pl.UInt32, "literal": pl.String}))
+    return pl.concat(found)
 
 
 def _task_tables(

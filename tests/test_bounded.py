@@ -243,3 +243,51 @@ def test_links_and_files_outside_the_root_are_skipped_with_a_note(tmp_path: Path
     assert _query(lake, "select count(*) from quarantine") == [(0,)]
     scanned = scan_inputs([inbox / "shadow.jsonl"])
     assert scanned.files == [] and "symbolic link" in scanned.skipped[0]
+
+
+# ----------------------------------------------------------------------------- memory per record
+
+
+def _ingest_peak(tmp_path: Path, shape: str, scale: int) -> tuple[int, dict[str, int]]:
+    """Peak RSS of a fresh interpreter ingesting one shape, and what the ingest reported."""
+    code = (
+        "import json\nfrom pathlib import Path\nfrom bench.hostile import SHAPES\n"
+        "from pipeline import jobs\n"
+        f"folder = Path({str(tmp_path)!r}) / {shape + str(scale)!r}\nfolder.mkdir()\n"
+        f"SHAPES[{shape!r}](folder, {scale})\n"
+        "r = jobs.ingest([folder], folder.parent / ('lake-' + folder.name))\n"
+        "print(json.dumps({'task': r.landed_task_runs, 'surface': r.landed_surface_runs,"
+        " 'quarantined': r.quarantined, 'lines': r.lines_read}))\n"
+    )
+    script = f"{code}\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    *_, report, peak = done.stdout.strip().splitlines()
+    return int(peak) * 1024, json.loads(report)
+
+
+@pytest.mark.parametrize(
+    ("shape", "scale", "landed"),
+    [
+        ("components", 20_000, {"task": 1}),
+        ("metadata_list", 60_000, {"task": 1}),
+        ("findings", 6_000, {"surface": 1}),
+        ("real_600_tools", 1, {"surface": 1}),
+    ],
+)
+def test_large_records_land_in_bounded_memory(
+    tmp_path: Path, shape: str, scale: int, landed: dict[str, int]
+) -> None:
+    # On main these took 8-18 GiB (json_each / json_tree carried the document per element).
+    peak, report = _ingest_peak(tmp_path, shape, scale)
+    assert {key: report[key] for key in landed} == landed, report
+    assert peak < 2.5 * 1024**3, f"{shape}: peak {peak / 1024**3:.2f} GiB"
+
+
+def test_peak_memory_per_record_grows_at_most_linearly(tmp_path: Path) -> None:
+    base, _ = _ingest_peak(tmp_path, "components", 10)
+    small, _ = _ingest_peak(tmp_path, "components", 5_000)
+    large, _ = _ingest_peak(tmp_path, "components", 20_000)
+    # 4x the record: quadratic growth would be 16x the extra memory; allow noise above 4x.
+    assert large - base < 6 * max(small - base, 16 * MIB), (base, small, large)
