@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from pipeline import surface
-from pipeline.reader import Lines
+from pipeline.reader import Lines, limit_from_env
 from pipeline.sql import connect, in_batches, run_sql
 from pipeline.validate import validate_task_records
 from schemas import checked, polars_schema
@@ -36,6 +36,10 @@ class Batch:
     # Exact copies of a report already earlier in the batch, found while parsing.
     parse_skipped: int = 0
 
+
+# Bad lines of one file kept with their raw text; the rest become counted blocks.
+DEFAULT_KEEP_BAD_LINES = 1000
+KEEP_BAD_LINES_ENV = "PIPELINE_KEEP_BAD_LINES"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -278,6 +282,50 @@ class FileFailure(Exception):
         super().__init__(f"{type(cause).__name__}: {first}" if first else type(cause).__name__)
 
 
+def keep_bad_lines_setting() -> int:
+    """PIPELINE_KEEP_BAD_LINES, else 1000: bad lines per file kept with their raw text."""
+    return limit_from_env(KEEP_BAD_LINES_ENV, DEFAULT_KEEP_BAD_LINES)
+
+
+def compact_quarantine(
+    quarantine: pl.DataFrame, kept_before: pl.DataFrame, keep: int
+) -> pl.DataFrame:
+    """The first ``keep`` bad lines of each file in full; the rest as counted blocks.
+
+    ``kept_before`` (source, kept) counts the rows each file kept in full in earlier
+    chunks. Past the first ``keep``, runs of adjacent lines with the same reason become
+    one row (line..line_end) without raw text: replay reads them again from the source.
+    Like DuckDB's rejects_limit, but nothing is dropped without a count.
+    """
+    ordered = (
+        quarantine.sort("source", "line")
+        .join(kept_before, on="source", how="left")
+        .with_columns(
+            rank=pl.int_range(pl.len()).over("source") + pl.col("kept").fill_null(0),
+            end=pl.col("line_end").fill_null(pl.col("line")),
+        )
+    )
+    full = ordered.filter(pl.col("rank") < keep).select(quarantine.columns)
+    rest = ordered.filter(pl.col("rank") >= keep)
+    same = ["source", "reason", "record_kind", "batch_id"]
+    starts = ~pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift()) for c in same) | (
+        pl.col("line") != pl.col("end").shift() + 1
+    ).fill_null(True)
+    blocks = (
+        rest.with_columns(block=starts.cum_sum())
+        .group_by("block", maintain_order=True)
+        .agg(
+            pl.col("row_nr").first(),
+            *(pl.col(c).first() for c in same),
+            pl.col("line").first(),
+            line_end=pl.col("end").last(),
+            raw=pl.lit(None, pl.String),
+        )
+        .select(quarantine.columns)
+    )
+    return pl.concat([full, blocks.cast(quarantine.schema)])
+
+
 # How much of an unforeseen error's message a quarantine reason keeps.
 FAILURE_TEXT_CHARS = 300
 
@@ -295,7 +343,7 @@ def failed_block(lines: pl.DataFrame, failure: FileFailure, batch_id: str) -> pl
             pl.col("row_nr").cast(pl.UInt32),
             "source",
             "line",
-            line_end=pl.when(pl.col("last") > pl.col("line")).then(pl.col("last")),
+            line_end="last",
             reason=pl.format(
                 "could not be read or landed, quarantined whole (lines {}-{}): {}",
                 pl.col("line"),

@@ -30,10 +30,12 @@ from pipeline.ingest import (
     Deduped,
     FileFailure,
     build_batch,
+    compact_quarantine,
     dedupe,
     dedupe_failed,
     failed_block,
     guarded,
+    keep_bad_lines_setting,
     landed_frames,
     quarantined_lines,
     row_lines,
@@ -236,6 +238,9 @@ class _Lander:
     parts: list[str] = field(default_factory=list)
     outcomes: list[pl.DataFrame] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
+    kept: dict[str, int] = field(default_factory=dict)
+    keep_bad_lines: int = field(default_factory=keep_bad_lines_setting)
     next_part: int = 0
 
     def land(self, lines: Lines) -> None:
@@ -269,7 +274,16 @@ class _Lander:
         earlier = earlier_runs(self.lake, batch, self.tx, self.landed)
         held = earlier_quarantine(self.lake, batch, self.tx)
         result = guarded(dedupe, batch, *earlier, held)
+        result.batch.quarantine = guarded(
+            compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
+        )
         return batch, result, guarded(landed_frames, result.batch)
+
+    def _kept(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"source": list(self.kept), "kept": list(self.kept.values())},
+            schema={"source": pl.String, "kept": pl.Int64},
+        )
 
     def _failed(
         self, lines: Lines, failure: FileFailure
@@ -297,6 +311,9 @@ class _Lander:
         for table in RUN_TABLES:
             self.landed[table].add(frames[table].get_column("run_id"))
         self.outcomes.append(file_outcomes(frames))
+        in_full = frames["quarantine"].filter(pl.col("raw").is_not_null())
+        for source, count in in_full.group_by("source").len().iter_rows():
+            self.kept[source] = self.kept.get(source, 0) + count
         self.totals["lines"] += batch.lines_read
         self.totals["task"] += frames["task_runs"].height
         self.totals["surface"] += frames["surface_runs"].height

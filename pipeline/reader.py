@@ -93,7 +93,7 @@ class ReadLimits:
         chosen = limits or Limits()
 
         def pick(value: int | None, env: str, default: int) -> int:
-            return _limit_from_env(env, default) if value is None else value
+            return limit_from_env(env, default) if value is None else value
 
         return cls(
             record_bytes=pick(
@@ -119,7 +119,7 @@ class Lines:
     files: list[str]
 
 
-def _limit_from_env(name: str, default: int) -> int:
+def limit_from_env(name: str, default: int) -> int:
     text = os.environ.get(name, "").strip()
     if not text:
         return default
@@ -130,12 +130,12 @@ def _limit_from_env(name: str, default: int) -> int:
 
 def max_record_bytes_setting() -> int:
     """PIPELINE_MAX_RECORD_BYTES, else 16 MiB."""
-    return _limit_from_env(MAX_RECORD_BYTES_ENV, DEFAULT_MAX_RECORD_BYTES)
+    return limit_from_env(MAX_RECORD_BYTES_ENV, DEFAULT_MAX_RECORD_BYTES)
 
 
 def max_depth_setting() -> int:
     """PIPELINE_MAX_DEPTH, else 64 levels of objects and lists."""
-    return _limit_from_env(MAX_DEPTH_ENV, DEFAULT_MAX_DEPTH)
+    return limit_from_env(MAX_DEPTH_ENV, DEFAULT_MAX_DEPTH)
 
 
 def nesting_depth(raw: pl.Expr) -> pl.Expr:

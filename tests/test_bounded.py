@@ -28,6 +28,7 @@ from bench.hostile import (
 from pipeline import ingest, jobs
 from pipeline import lake as lk
 from pipeline.cli import app
+from pipeline.ingest import KEEP_BAD_LINES_ENV
 from pipeline.reader import Limits, iter_line_chunks, read_lines, scan_inputs
 from pipeline.rubric import parse_rubric
 from pipeline.warehouse import warehouse_path
@@ -291,3 +292,29 @@ def test_peak_memory_per_record_grows_at_most_linearly(tmp_path: Path) -> None:
     large, _ = _ingest_peak(tmp_path, "components", 20_000)
     # 4x the record: quadratic growth would be 16x the extra memory; allow noise above 4x.
     assert large - base < 6 * max(small - base, 16 * MIB), (base, small, large)
+
+
+# ----------------------------------------------------------------------------- bad lines
+
+
+def test_past_the_first_n_bad_lines_a_file_keeps_counted_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEEP_BAD_LINES_ENV, "100")
+    path = tmp_path / "bad.jsonl"
+    good = json.dumps(task_record("in-the-middle"))
+    # 150 bad, one good, 849 bad, then 500 "1" lines (another reason).
+    path.write_text("{}\n" * 150 + good + "\n" + "{}\n" * 849 + "1\n" * 500)
+    lake = tmp_path / "lake"
+    report = jobs.ingest([path], lake)
+    assert (report.landed_task_runs, report.quarantined) == (1, 1499)
+    assert report.accounted == report.lines_read == 1500
+    _run([path], lake)
+    rows = _query(
+        lake,
+        "select line, line_end, lines, raw is null from quarantine order by line",
+    )
+    assert rows[:100] == [(n, n, 1, False) for n in range(1, 101)]
+    assert rows[100:] == [(101, 150, 50, True), (152, 1000, 849, True), (1001, 1500, 500, True)]
+    again = jobs.ingest([path], lake)
+    assert (again.quarantined, again.already_quarantined) == (0, 1499)
