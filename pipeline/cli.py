@@ -251,7 +251,12 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="Rows as a JSON array.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Rows as CSV with a header.")] = False,
     max_rows: Annotated[
-        int, typer.Option("--max-rows", help="Rows shown in the table (JSON/CSV: all).")
+        int,
+        typer.Option(
+            "--max-rows",
+            min=0,
+            help="Rows fetched per statement (streamed; the rest are not computed).",
+        ),
     ] = 1000,
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2)."""
@@ -263,7 +268,7 @@ def query(
         errors.print("[bold red]refused:[/] choose one of --json and --csv", highlight=False)
         raise typer.Exit(EXIT_USAGE)
     try:
-        results = list(q.run_query(lake, sql))
+        results = list(q.run_query(lake, sql, q.QueryLimits(max_rows=max_rows)))
     except q.QueryRefused as exc:
         errors.print(f"[bold red]refused:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
@@ -271,14 +276,19 @@ def query(
         errors.print(f"[bold red]query failed:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc
     for result in results:
+        if result.truncated:
+            errors.print(
+                f"note: only the first {max_rows} rows were fetched (--max-rows)", highlight=False
+            )
         if as_json:
             sys.stdout.write(q.as_json(result.frame) + "\n")
             continue
         if as_csv:
             sys.stdout.write(q.as_csv(result.frame))
             continue
-        shown = q.flat(result.frame.head(max_rows))
-        table = Table(caption=f"{result.frame.height} row(s)")
+        shown = q.flat(result.frame)
+        more = "+" if result.truncated else ""
+        table = Table(caption=f"{result.frame.height}{more} row(s)")
         for column in shown.columns:
             table.add_column(column, overflow="fold")
         for row in shown.rows():

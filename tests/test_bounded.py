@@ -29,6 +29,8 @@ from pipeline import ingest, jobs
 from pipeline import lake as lk
 from pipeline.cli import app
 from pipeline.ingest import KEEP_BAD_LINES_ENV
+from pipeline.query import MEMORY_ENV as QUERY_MEMORY_ENV
+from pipeline.query import SECONDS_ENV as QUERY_SECONDS_ENV
 from pipeline.reader import Limits, iter_line_chunks, read_lines, scan_inputs
 from pipeline.rubric import parse_rubric
 from pipeline.warehouse import warehouse_path
@@ -318,3 +320,65 @@ def test_past_the_first_n_bad_lines_a_file_keeps_counted_blocks(
     assert rows[100:] == [(101, 150, 50, True), (152, 1000, 849, True), (1001, 1500, 500, True)]
     again = jobs.ingest([path], lake)
     assert (again.quarantined, again.already_quarantined) == (0, 1499)
+
+
+# ----------------------------------------------------------------------------- the analysts' door
+
+
+@pytest.fixture(scope="module")
+def small_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("door")
+    good_records(root, 3)
+    lake = root / "lake"
+    _run([root / "good-3.jsonl"], lake)
+    return lake
+
+
+def test_query_streams_at_most_max_rows(small_lake: Path) -> None:
+    sql = "select range from range(3000000000)"
+    result = runner.invoke(app, ["query", sql, "--lake", str(small_lake), "--max-rows", "5"])
+    assert result.exit_code == 0, result.output
+    assert "5+ row(s)" in result.output
+    as_csv = runner.invoke(app, ["query", sql, "--lake", str(small_lake), "--csv"])
+    assert as_csv.exit_code == 0
+    assert as_csv.stdout.splitlines() == ["range", *map(str, range(1000))]
+
+
+def test_an_endless_query_stops_at_the_time_limit(
+    small_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(QUERY_SECONDS_ENV, "2")
+    endless = (
+        "with recursive t(n) as (select 1 union all select n + 1 from t) select count(*) from t"
+    )
+    result = runner.invoke(app, ["query", endless, "--lake", str(small_lake)])
+    assert result.exit_code == 1
+    assert "time limit of 2 s" in result.stderr
+
+
+def test_a_query_over_the_memory_limit_fails_alone(
+    small_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(QUERY_MEMORY_ENV, str(64 * MIB))
+    hungry = "select count(distinct range::varchar || 'x') from range(20000000)"
+    result = runner.invoke(app, ["query", hungry, "--lake", str(small_lake)])
+    assert result.exit_code == 1
+    assert "query failed" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"x = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", b"a = 1\n" + b"#" * (2 * MIB)],
+)
+def test_a_rubric_too_large_or_too_deep_is_refused(tmp_path: Path, text: bytes) -> None:
+    path = tmp_path / "rubric.toml"
+    path.write_bytes(text)
+    result = runner.invoke(app, ["score", "--rubric", str(path), "--lake", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "refused rubric" in result.stderr
+
+
+def test_a_rubric_read_from_an_endless_file_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["score", "--rubric", "/dev/zero", "--lake", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "larger than" in result.stderr
