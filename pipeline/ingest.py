@@ -198,8 +198,41 @@ TASK_MODELS = {
 
 
 def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
-    """Lines to landed-shape tables (each keyed by row_nr) and quarantine rows."""
+    """Lines to landed-shape tables (each keyed by row_nr) and quarantine rows.
+
+    A line whose exact text came earlier in the chunk is not parsed again: it shares the
+    first one's fate (quarantined with its reason, blank, or a duplicate of what landed).
+    Millions of identical bad lines (``{}``) then cost a hash each, not a parse each.
+    """
     frame = lines.frame
+    first = pl.col("row_nr").min().over("raw")
+    copy = (pl.col("row_nr") != first) & pl.col("problem").is_null() & pl.col("raw").is_not_null()
+    marked = frame.with_columns(first_row=first, copy=copy)
+    copies = marked.filter("copy").select("row_nr", "first_row", "raw")
+    batch = _build_unique(
+        marked.filter(~pl.col("copy")).drop("first_row", "copy"), lines.files, env_types, batch_id
+    )
+    if copies.is_empty():
+        return batch
+    held = batch.quarantine.select(first_row="row_nr", reason="reason", record_kind="record_kind")
+    fated = copies.join(held, on="first_row", how="left")
+    quarantined = fated.filter(pl.col("reason").is_not_null())
+    blank = fated.filter(
+        pl.col("reason").is_null() & (pl.col("raw").str.strip_chars().str.len_bytes() == 0)
+    )
+    batch.quarantine = pl.concat(
+        [batch.quarantine, quarantine_rows(frame, quarantined.drop("raw", "first_row"), batch_id)]
+    ).sort("row_nr")
+    batch.lines_read = frame.height
+    batch.blank_lines += blank.height
+    batch.parse_skipped += copies.height - quarantined.height - blank.height
+    return batch
+
+
+def _build_unique(
+    frame: pl.DataFrame, files: list[str], env_types: Sequence[str], batch_id: str
+) -> Batch:
+    """build_batch over lines that are each parsed."""
     # One DuckDB connection for the batch's queries: opening one costs ~30 ms.
     con = connect()
     try:
@@ -242,7 +275,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         quarantine=quarantine_rows(frame, quarantined, batch_id),
         lines_read=frame.height,
         blank_lines=int(kinds["blank"].sum()),
-        files=lines.files,
+        files=files,
         parse_skipped=parsed.skipped.height,
     )
 
