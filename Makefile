@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 N ?= 100000
+# The hostile shapes at a size that took main down or near it; `HOSTILE=` for every shape at full scale.
+HOSTILE ?= components=30000 metadata_list=100000 findings=10000 real_600_tools=1 empty_objects=2000000 gzip_bomb=100000000 long_line=1000000000 sparse=3000000000 int64=3
 
-.PHONY: setup setup-dev run test test-fast lint typecheck format bench sample clean
+.PHONY: setup setup-dev run test test-fast lint typecheck format bench bench-hostile sample clean
 
 # Running needs only the pipeline's own dependencies; `make run EXTRAS=spark` adds Spark
 # for `--engine spark`. Tests and the linters add the dev tools and Spark (its engine's
@@ -65,6 +67,11 @@ test-fast: setup-dev
 
 bench: setup
 	$(BIN)/python -m bench.run --n $(N)
+	$(BIN)/python -m bench.hostile_run $(HOSTILE)
+
+# Peak RSS of `run` over each hostile shape (issue 12); HOSTILE="components=30000 ..." to choose.
+bench-hostile: setup
+	$(BIN)/python -m bench.hostile_run $(HOSTILE)
 
 clean:
 	rm -rf $(VENV) data/lake .pytest_cache .mypy_cache .ruff_cache

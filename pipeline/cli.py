@@ -498,7 +498,10 @@ def query(
     max_rows: Annotated[
         int | None,
         typer.Option(
-            "--max-rows", min=1, help="Rows shown in the table (default 1000; JSON/CSV: all)."
+            "--max-rows",
+            min=1,
+            help="Rows fetched per statement, in every format (default 1000; streamed: the "
+            "rest are not computed).",
         ),
     ] = None,
 ) -> None:
@@ -507,11 +510,10 @@ def query(
     from pipeline.warehouse import WarehouseError
 
     chosen = _query_format(output, as_json, as_csv)
-    if max_rows is not None and chosen in (OutputFormat.csv, OutputFormat.json):
-        raise _usage_error("--max-rows limits the table; csv and json print every row")
+    rows = max_rows or DEFAULT_MAX_ROWS
     _lake_or_exit(lake)
     try:
-        results = list(q.run_query(lake, sql))
+        results = list(q.run_query(lake, sql, q.QueryLimits(max_rows=rows)))
     except WarehouseError as exc:
         # No warehouse there (or --lake names a file): the --lake given is not a lake.
         errors.print(f"[bold red]usage:[/] {_one_line(exc)}", highlight=False)
@@ -523,7 +525,11 @@ def query(
         errors.print(f"[bold red]query failed:[/] {_one_line(exc)}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc
     for result in results:
-        print_query_result(result.frame, chosen, max_rows or DEFAULT_MAX_ROWS)
+        if result.truncated:
+            errors.print(
+                f"note: only the first {rows} rows were fetched (--max-rows)", highlight=False
+            )
+        print_query_result(result.frame, chosen, rows)
 
 
 @app.command()

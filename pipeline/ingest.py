@@ -9,15 +9,16 @@ can be counted against the lines read.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import duckdb
 import polars as pl
 
 from pipeline import surface
-from pipeline.reader import Lines
+from pipeline.reader import Lines, limit_from_env
 from pipeline.sql import connect, in_batches, run_sql
 from pipeline.validate import repeated_keys, validate_task_records
 from schemas import checked, polars_schema
@@ -86,6 +87,14 @@ def unterminated_notes(files: Sequence[Path]) -> list[str]:
     return notes
 
 
+# Bad lines of one file kept with their raw text; the rest become counted blocks.
+DEFAULT_KEEP_BAD_LINES = 1000
+KEEP_BAD_LINES_ENV = "PIPELINE_KEEP_BAD_LINES"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
 @dataclass(frozen=True)
 class Parsed:
     """Each line's kind, and the task-grade fields of every task record, from one parse."""
@@ -105,18 +114,7 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
     suspects = candidates.filter(pl.col("raw").str.contains(NON_FINITE_HINT)).join(
         json_rows, on="row_nr", how="semi"
     )
-    non_finite = (
-        run_sql("ingest/non_finite.sql", {"suspects": suspects}, con=con)
-        if suspects.height
-        else pl.DataFrame(
-            schema={
-                "row_nr": pl.UInt32,
-                "path": pl.String,
-                "literal": pl.String,
-                "number_problem": pl.String,
-            }
-        )
-    )
+    non_finite = _non_finite(suspects, con)
     kinds = (
         lines.select("row_nr", "problem", blank=blank.fill_null(False))
         .join(
@@ -202,6 +200,36 @@ def repeated_report_keys() -> pl.Expr:
     return pl.concat_list(
         [repeated_keys(column, where) for column, where in REPORT_KEYED.items()]
     ).list.drop_nulls()
+
+
+# A suspect longer than this is walked level by level (non_finite_large.sql): json_tree's
+# memory grows with nodes x document size, fine for a record, not for a 20 MB report.
+LARGE_SUSPECT_BYTES = 64 * 1024
+
+
+def _non_finite(suspects: pl.DataFrame, con: duckdb.DuckDBPyConnection | None) -> pl.DataFrame:
+    """row_nr, path and literal of the first non-finite number of each suspect that has one."""
+    schema = pl.Schema(
+        {
+            "row_nr": pl.UInt32,
+            "path": pl.String,
+            "literal": pl.String,
+            "number_problem": pl.String,
+        }
+    )
+    found = [pl.DataFrame(schema=schema)]
+    large = pl.col("raw").str.len_bytes() > LARGE_SUSPECT_BYTES
+    for query, rows in (
+        ("ingest/non_finite.sql", suspects.filter(~large)),
+        ("ingest/non_finite_large.sql", suspects.filter(large)),
+    ):
+        if rows.height:
+            hits = run_sql(query, {"suspects": rows}, con=con)
+            if "number_problem" not in hits.columns:
+                # The level-by-level walk of large suspects finds non-finite numbers only.
+                hits = hits.with_columns(number_problem=pl.lit("non_finite"))
+            found.append(hits.cast(schema).select(list(schema)))
+    return pl.concat(found)
 
 
 def _task_tables(
@@ -291,8 +319,41 @@ TASK_MODELS = {
 
 
 def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
-    """Lines to landed-shape tables (each keyed by row_nr) and quarantine rows."""
+    """Lines to landed-shape tables (each keyed by row_nr) and quarantine rows.
+
+    A line whose exact text came earlier in the chunk is not parsed again: it shares the
+    first one's fate (quarantined with its reason, blank, or a duplicate of what landed).
+    Millions of identical bad lines (``{}``) then cost a hash each, not a parse each.
+    """
     frame = lines.frame
+    first = pl.col("row_nr").min().over("raw")
+    copy = (pl.col("row_nr") != first) & pl.col("problem").is_null() & pl.col("raw").is_not_null()
+    marked = frame.with_columns(first_row=first, copy=copy)
+    copies = marked.filter("copy").select("row_nr", "first_row", "raw")
+    batch = _build_unique(
+        marked.filter(~pl.col("copy")).drop("first_row", "copy"), lines.files, env_types, batch_id
+    )
+    if copies.is_empty():
+        return batch
+    held = batch.quarantine.select(first_row="row_nr", reason="reason", record_kind="record_kind")
+    fated = copies.join(held, on="first_row", how="left")
+    quarantined = fated.filter(pl.col("reason").is_not_null())
+    blank = fated.filter(
+        pl.col("reason").is_null() & (pl.col("raw").str.strip_chars().str.len_bytes() == 0)
+    )
+    batch.quarantine = pl.concat(
+        [batch.quarantine, quarantine_rows(frame, quarantined.drop("raw", "first_row"), batch_id)]
+    ).sort("row_nr")
+    batch.lines_read = frame.height
+    batch.blank_lines += blank.height
+    batch.parse_skipped += copies.height - quarantined.height - blank.height
+    return batch
+
+
+def _build_unique(
+    frame: pl.DataFrame, files: list[str], env_types: Sequence[str], batch_id: str
+) -> Batch:
+    """build_batch over lines that are each parsed."""
     # One DuckDB connection for the batch's queries: opening one costs ~30 ms.
     con = connect()
     try:
@@ -336,7 +397,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         quarantine=quarantine_rows(frame, quarantined, batch_id),
         lines_read=frame.height,
         blank_lines=int(kinds["blank"].sum()),
-        files=lines.files,
+        files=files,
         parse_skipped=parsed.skipped.height,
         skipped_reports=parsed.skipped.select("source", "line", "run_id"),
         task_keys=task_keys,
@@ -349,6 +410,7 @@ def quarantine_rows(lines: pl.DataFrame, reasons: pl.DataFrame, batch_id: str) -
         "row_nr",
         "source",
         "line",
+        pl.lit(None, pl.Int64).alias("line_end"),
         "reason",
         "raw",
         pl.col("record_kind").cast(pl.String),
@@ -356,8 +418,100 @@ def quarantine_rows(lines: pl.DataFrame, reasons: pl.DataFrame, batch_id: str) -
     )
 
 
+def row_lines() -> pl.Expr:
+    """How many input lines a quarantine row stands for (a block: line..line_end)."""
+    return pl.col("line_end").fill_null(pl.col("line")) - pl.col("line") + 1
+
+
+def quarantined_lines(quarantine: pl.DataFrame) -> int:
+    return int(quarantine.select(row_lines().sum()).item() or 0)
+
+
 def empty_quarantine() -> pl.DataFrame:
     return pl.DataFrame(schema={"row_nr": pl.UInt32, **polars_schema(Quarantine)})
+
+
+class FileFailure(Exception):
+    """Reading or landing an input failed in a way no rule foresaw (the file's, not the lake's)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        first = (str(cause).strip().splitlines() or [""])[0][:FAILURE_TEXT_CHARS]
+        super().__init__(f"{type(cause).__name__}: {first}" if first else type(cause).__name__)
+
+
+def keep_bad_lines_setting() -> int:
+    """PIPELINE_KEEP_BAD_LINES, else 1000: bad lines per file kept with their raw text."""
+    return limit_from_env(KEEP_BAD_LINES_ENV, DEFAULT_KEEP_BAD_LINES)
+
+
+def compact_quarantine(
+    quarantine: pl.DataFrame, kept_before: pl.DataFrame, keep: int
+) -> pl.DataFrame:
+    """The first ``keep`` bad lines of each file in full; the rest as counted blocks.
+
+    ``kept_before`` (source, kept) counts the rows each file kept in full in earlier
+    chunks. Past the first ``keep``, runs of adjacent lines with the same reason become
+    one row (line..line_end) without raw text: replay reads them again from the source.
+    Like DuckDB's rejects_limit, but nothing is dropped without a count.
+    """
+    ordered = (
+        quarantine.sort("source", "line")
+        .join(kept_before, on="source", how="left")
+        .with_columns(
+            rank=pl.int_range(pl.len()).over("source") + pl.col("kept").fill_null(0),
+            end=pl.col("line_end").fill_null(pl.col("line")),
+        )
+    )
+    full = ordered.filter(pl.col("rank") < keep).select(quarantine.columns)
+    rest = ordered.filter(pl.col("rank") >= keep)
+    same = ["source", "reason", "record_kind", "batch_id"]
+    starts = ~pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift()) for c in same) | (
+        pl.col("line") != pl.col("end").shift() + 1
+    ).fill_null(True)
+    blocks = (
+        rest.with_columns(block=starts.cum_sum())
+        .group_by("block", maintain_order=True)
+        .agg(
+            pl.col("row_nr").first(),
+            *(pl.col(c).first() for c in same),
+            pl.col("line").first(),
+            line_end=pl.col("end").last(),
+            raw=pl.lit(None, pl.String),
+        )
+        .select(quarantine.columns)
+    )
+    return pl.concat([full, blocks.cast(quarantine.schema)])
+
+
+# How much of an unforeseen error's message a quarantine reason keeps.
+FAILURE_TEXT_CHARS = 300
+
+
+def failed_block(lines: pl.DataFrame, failure: FileFailure, batch_id: str) -> pl.DataFrame:
+    """One quarantine row per file of ``lines``: the block of its lines, with the failure."""
+    return (
+        lines.group_by("source", maintain_order=True)
+        .agg(
+            row_nr=pl.col("row_nr").min(),
+            line=pl.col("line").min(),
+            last=pl.col("line").max(),
+        )
+        .select(
+            pl.col("row_nr").cast(pl.UInt32),
+            "source",
+            "line",
+            line_end="last",
+            reason=pl.format(
+                "could not be read or landed, quarantined whole (lines {}-{}): {}",
+                pl.col("line"),
+                pl.col("last"),
+                pl.lit(str(failure)),
+            ),
+            raw=pl.lit(None, pl.String),
+            record_kind=pl.lit(None, pl.String),
+            batch_id=pl.lit(batch_id),
+        )
+    )
 
 
 def landed_frames(batch: Batch) -> dict[str, pl.DataFrame]:
@@ -473,17 +627,25 @@ def dedupe(
             surface_clash.with_columns(record_kind=pl.lit("surface")),
         ]
     ).select(
-        "row_nr", "source", "line", "reason", "raw", "record_kind", batch_id=pl.lit(batch.batch_id)
+        "row_nr",
+        "source",
+        "line",
+        pl.lit(None, pl.Int64).alias("line_end"),
+        "reason",
+        "raw",
+        "record_kind",
+        batch_id=pl.lit(batch.batch_id),
     )
-    every_reject = pl.concat([batch.quarantine, clash_rows])
+    every_reject = pl.concat([batch.quarantine, clash_rows.cast(batch.quarantine.schema)])
     place = ["source", "line", "raw"]
-    fresh = every_reject.join(
-        landed_quarantine.select(place), on=place, how="anti", nulls_equal=True
+    after_seen = every_reject.join(
+        _seen_rejects(every_reject, landed_quarantine), on="row_nr", how="anti"
     )
-    seen = every_reject.height - fresh.height
+    seen = quarantined_lines(every_reject) - quarantined_lines(after_seen)
+    fresh = after_seen
     if landed_lines is not None:
         fresh = fresh.join(landed_lines.select(place), on=place, how="anti", nulls_equal=True)
-    landed_again = every_reject.height - seen - fresh.height
+    landed_again = quarantined_lines(after_seen) - quarantined_lines(fresh)
     deduped = Batch(
         batch_id=batch.batch_id,
         tables=tables,
@@ -501,3 +663,56 @@ def dedupe(
         + landed_again,
         already_quarantined=seen,
     )
+
+
+def _seen_rejects(rejects: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:
+    """row_nr of the rejects already quarantined from the same place: the same line with the
+    same raw text, or lines inside a block (kept without raw text) of the same source.
+
+    An as-of join finds each reject's nearest held row at or before its line, so a source
+    with many held rows costs a sort, not a product of the two.
+    """
+    ends = pl.col("line_end").fill_null(pl.col("line"))
+    mine = rejects.select("row_nr", "source", "line", "raw", end=ends).sort("source", "line")
+    theirs = held.select(
+        "source",
+        held_line="line",
+        held_end=ends,
+        held_raw="raw",
+        block=pl.col("line_end").is_not_null(),
+    ).sort("source", "held_line")
+    matched = mine.join_asof(
+        theirs,
+        left_on="line",
+        right_on="held_line",
+        by="source",
+        strategy="backward",
+        check_sortedness=False,
+    )
+    same_text = pl.col("raw").eq_missing(pl.col("held_raw")) & (
+        pl.col("line") == pl.col("held_line")
+    )
+    inside = pl.col("block") & (pl.col("end") <= pl.col("held_end"))
+    return matched.filter((same_text | inside).fill_null(False)).select("row_nr")
+
+
+def dedupe_failed(batch: Batch, landed_quarantine: pl.DataFrame) -> Deduped:
+    """``dedupe`` for a batch of failed blocks only: a block quarantined before is seen."""
+    fresh = batch.quarantine.join(
+        _seen_rejects(batch.quarantine, landed_quarantine), on="row_nr", how="anti"
+    )
+    kept = Batch(batch.batch_id, batch.tables, fresh, batch.lines_read, 0, batch.files)
+    seen = quarantined_lines(batch.quarantine) - quarantined_lines(fresh)
+    return Deduped(batch=kept, skipped_duplicates=0, already_quarantined=seen)
+
+
+def guarded(step: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``step``, with any failure of it raised as the input's FileFailure.
+
+    Only steps that compute over input lines go through here; the lake's reads
+    and writes do not, so their failures stop the run instead.
+    """
+    try:
+        return step(*args, **kwargs)
+    except Exception as exc:  # every failure of one file stays with it
+        raise FileFailure(exc) from exc

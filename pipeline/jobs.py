@@ -26,7 +26,22 @@ from rich.table import Table
 from pipeline import evolution, surface, version_regressions
 from pipeline import lake as lk
 from pipeline import score as task_score
-from pipeline.ingest import Batch, build_batch, dedupe, landed_frames, unterminated_notes
+from pipeline.ingest import (
+    Batch,
+    Deduped,
+    FileFailure,
+    build_batch,
+    compact_quarantine,
+    dedupe,
+    dedupe_failed,
+    failed_block,
+    guarded,
+    keep_bad_lines_setting,
+    landed_frames,
+    quarantined_lines,
+    row_lines,
+    unterminated_notes,
+)
 from pipeline.landed_index import LandedIndex, run_id_hash
 from pipeline.lineage import RescoreDiff, rescore_diff
 from pipeline.parts import (
@@ -36,7 +51,7 @@ from pipeline.parts import (
     manifest_path,
 )
 from pipeline.progress import progress, timed
-from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, expand_inputs, iter_line_chunks
+from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, Lines, iter_line_chunks, scan_inputs
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.sql import sql_text
 from pipeline.state import repair_state
@@ -44,7 +59,7 @@ from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
-from schemas.tasks import QuarantineResolved
+from schemas.tasks import Quarantine, QuarantineResolved
 
 CURRENT_RUBRIC = "current_rubric"
 RUBRICS = "rubrics"
@@ -226,7 +241,7 @@ def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataF
     )
     return (
         _landed_and_staged(lake, "quarantine", tx)
-        .select("source", "line", "raw")
+        .select("source", "line", "line_end", "raw")
         .filter(pl.col("source").is_in(sources))
         .collect()
     )
@@ -294,6 +309,128 @@ def scored_parts(lake: Path, rubric_id: str, table: str) -> list[str]:
     return [p.stem for p in lk.parquet_files(lk.score_dir(lake, rubric_id, table))]
 
 
+@dataclass
+class _Lander:
+    """Lands line chunks into ``tx``, one part each; a file whose lines fail stays alone.
+
+    Anything that goes wrong while one file's lines are turned into tables (a DuckDB
+    error, a MemoryError, a bug) quarantines that file as one block with the error as
+    its reason, and the rest of the chunk lands. The lake's own reads and writes are
+    outside the guard: their failure stops the run and the transaction undoes it.
+    """
+
+    lake: Path
+    tx: lk.Transaction
+    env_types: list[str]
+    batch_id: str
+    landed: dict[str, LandedIndex]
+    totals: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen", "resolved"),
+            0,
+        )
+    )
+    parts: list[str] = field(default_factory=list)
+    # Names (fields, components, kinds) the batch holds, for schema news.
+    found: dict[str, set[str]] = field(default_factory=dict)
+    outcomes: list[pl.DataFrame] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
+    kept: dict[str, int] = field(default_factory=dict)
+    keep_bad_lines: int = field(default_factory=keep_bad_lines_setting)
+    next_part: int = 0
+
+    def land(self, lines: Lines) -> None:
+        sources = lines.frame.get_column("source").unique(maintain_order=True).to_list()
+        earlier_failed = [s for s in sources if s in self.failed]
+        if earlier_failed:
+            # The rest of a file that failed in an earlier chunk follows it into quarantine.
+            self._split(lines, sources)
+            return
+        try:
+            self._write(lines, *self._frames(lines))
+        except FileFailure as failure:
+            if len(sources) > 1:
+                self._split(lines, sources)
+                return
+            for source in sources:
+                self.failed[source] = str(failure)
+            self._write(lines, *self._failed(lines, failure))
+
+    def _split(self, lines: Lines, sources: list[str]) -> None:
+        for index, source in enumerate(sources):
+            files = lines.files if index == 0 else [source]
+            own = Lines(frame=lines.frame.filter(pl.col("source") == source), files=files)
+            if source in self.failed:
+                self._write(own, *self._failed(own, FileFailure(RuntimeError(self.failed[source]))))
+            else:
+                self.land(own)
+
+    def _frames(self, lines: Lines) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
+        batch = guarded(build_batch, lines, self.env_types, self.batch_id)
+        earlier = earlier_runs(self.lake, batch, self.tx, self.landed)
+        held = earlier_quarantine(self.lake, batch, self.tx)
+        again = earlier_landed_lines(self.lake, batch, self.tx)
+        result = guarded(dedupe, batch, *earlier, held, again)
+        result.batch.quarantine = guarded(
+            compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
+        )
+        frames = guarded(landed_frames, result.batch)
+        frames["quarantine_resolved"] = superseded_quarantine(frames, held, self.batch_id)
+        return batch, result, frames
+
+    def _kept(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"source": list(self.kept), "kept": list(self.kept.values())},
+            schema={"source": pl.String, "kept": pl.Int64},
+        )
+
+    def _failed(
+        self, lines: Lines, failure: FileFailure
+    ) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
+        rows = failed_block(lines.frame, failure, self.batch_id)
+        tables = {name: pl.DataFrame(schema=polars_schema(LANDED[name])) for name in LANDED}
+        batch = Batch(self.batch_id, tables, rows, lines.frame.height, 0, lines.files)
+        held = earlier_quarantine(self.lake, batch, self.tx)
+        result = dedupe_failed(batch, held)
+        tables["quarantine"] = checked(Quarantine, result.batch.quarantine.drop("row_nr"))
+        return batch, result, tables
+
+    def _write(
+        self, lines: Lines, batch: Batch, result: Deduped, frames: dict[str, pl.DataFrame]
+    ) -> None:
+        part = f"{self.batch_id}-p{self.next_part:05d}"
+        self.next_part += 1
+        written = {name: frame.height for name, frame in frames.items() if frame.height}
+        facts = {
+            name: file_facts(
+                self.tx.write(lk.table_dir(self.lake, name) / f"{part}.parquet", frames[name])
+            )
+            for name in written
+        }
+        if written:
+            self.tx.write_json(
+                manifest_path(self.lake, part), manifest(written, lines.files, facts)
+            )
+        if frames["task_runs"].height or frames["surface_runs"].height:
+            self.parts.append(part)
+        for table in RUN_TABLES:
+            self.landed[table].add(frames[table].get_column("run_id"))
+        self.outcomes.append(file_outcomes(frames))
+        in_full = frames["quarantine"].filter(pl.col("raw").is_not_null())
+        for source, count in in_full.group_by("source").len().iter_rows():
+            self.kept[source] = self.kept.get(source, 0) + count
+        self.totals["lines"] += batch.lines_read
+        self.totals["task"] += frames["task_runs"].height
+        self.totals["surface"] += frames["surface_runs"].height
+        self.totals["quarantined"] += quarantined_lines(frames["quarantine"])
+        self.totals["duplicates"] += result.skipped_duplicates
+        self.totals["blank"] += batch.blank_lines
+        self.totals["seen"] += result.already_quarantined
+        self.totals["resolved"] += frames.get("quarantine_resolved", pl.DataFrame()).height
+        evolution.merge(self.found, evolution.names_of(frames, result.batch.task_keys))
+
+
 def ingest_locked(
     inputs: Sequence[Path],
     lake: Path,
@@ -312,68 +449,35 @@ def ingest_locked(
     """
     started = time.perf_counter()
     env_rubric = rubric or current_rubric(lake) or parse_rubric({})
-    env_types = sorted(env_rubric.task.envs)
     batch_id = lk.new_batch_id()
-    files = expand_inputs(inputs, lake)
-    landed = landed_index(lake)
-    totals = dict.fromkeys(
-        ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen", "resolved"), 0
-    )
-    parts: list[str] = []
-    outcomes: list[pl.DataFrame] = []
+    scanned = scan_inputs(inputs, lake)
+    files = scanned.files
     known = evolution.known_names(lake)
-    found: dict[str, set[str]] = {}
-    notes = unterminated_notes(files)
     with lk.Transaction(lake) as tx:
-        chosen = limits or Limits()
-        chunks = iter_line_chunks(
-            files,
-            chunk_bytes=chunk_bytes,
-            max_record_bytes=chosen.max_record_bytes,
-            max_depth=chosen.max_depth,
-        )
-        for index, lines in enumerate(progress(chunks, "ingesting")):
-            part = f"{batch_id}-p{index:05d}"
-            batch = build_batch(lines, env_types, batch_id)
-            held = earlier_quarantine(lake, batch, tx)
-            result = dedupe(
-                batch,
-                *earlier_runs(lake, batch, tx, landed),
-                held,
-                earlier_landed_lines(lake, batch, tx),
-            )
-            frames = landed_frames(result.batch)
-            frames["quarantine_resolved"] = superseded_quarantine(frames, held, batch_id)
-            written = {name: frame.height for name, frame in frames.items() if frame.height}
-            facts = {
-                name: file_facts(
-                    tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name])
-                )
-                for name in written
-            }
-            if written:
-                tx.write_json(manifest_path(lake, part), manifest(written, lines.files, facts))
-            if frames["task_runs"].height or frames["surface_runs"].height:
-                parts.append(part)
-            for table in RUN_TABLES:
-                landed[table].add(frames[table].get_column("run_id"))
-            outcomes.append(file_outcomes(frames))
-            evolution.merge(found, evolution.names_of(frames, result.batch.task_keys))
-            totals["lines"] += batch.lines_read
-            totals["task"] += frames["task_runs"].height
-            totals["surface"] += frames["surface_runs"].height
-            totals["quarantined"] += frames["quarantine"].height
-            totals["duplicates"] += result.skipped_duplicates
-            totals["blank"] += batch.blank_lines
-            totals["seen"] += result.already_quarantined
-            totals["resolved"] += frames["quarantine_resolved"].height
-        if any(found.values()):
-            evolution.remember(tx, lake, found, known)
+        lander = _Lander(lake, tx, sorted(env_rubric.task.envs), batch_id, landed_index(lake))
+        chunks = iter_line_chunks(files, chunk_bytes=chunk_bytes, limits=limits)
+        for lines in progress(chunks, "ingesting"):
+            lander.land(lines)
+        if any(lander.found.values()):
+            evolution.remember(tx, lake, lander.found, known)
         for target, document in (extra_documents or {}).items():
             tx.write_json(target, document)
         scored_under = current_rubric(lake) if refresh_regressions else None
         if scored_under is not None:
             version_regressions.stage(lake, scored_under.rubric_id, tx)
+    totals = lander.totals
+    failures = [
+        f"{source}: could not be read or landed, quarantined whole: {reason}"
+        for source, reason in lander.failed.items()
+    ]
+    resolved = (
+        [
+            f"{totals['resolved']} earlier quarantine row(s) resolved: their lines were read "
+            "again (same file and line) and landed, or were quarantined with other text"
+        ]
+        if totals["resolved"]
+        else []
+    )
     return IngestReport(
         batch_id=batch_id,
         files=len(files),
@@ -384,19 +488,14 @@ def ingest_locked(
         skipped_duplicates=totals["duplicates"],
         skipped_blank=totals["blank"],
         already_quarantined=totals["seen"],
-        parts=parts,
+        parts=lander.parts,
         seconds=time.perf_counter() - started,
-        notes=notes
-        + file_notes(outcomes)
-        + (
-            [
-                f"{totals['resolved']} earlier quarantine row(s) resolved: their lines were read "
-                "again (same file and line) and landed, or were quarantined with other text"
-            ]
-            if totals["resolved"]
-            else []
-        ),
-        schema_news=evolution.news_of(found, known),
+        notes=unterminated_notes(files)
+        + scanned.skipped
+        + failures
+        + file_notes(lander.outcomes, exclude=set(lander.failed))
+        + resolved,
+        schema_news=evolution.news_of(lander.found, known),
     )
 
 
@@ -410,7 +509,7 @@ def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
         frames["quarantine"]
         .group_by("source")
         .agg(
-            lines=pl.len().cast(pl.Int64),
+            lines=row_lines().sum().cast(pl.Int64),
             whole=(pl.col("line") == 0).any(),
             reason=pl.col("reason").first(),
         )
@@ -430,7 +529,7 @@ def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
     )
 
 
-def file_notes(outcomes: list[pl.DataFrame]) -> list[str]:
+def file_notes(outcomes: list[pl.DataFrame], exclude: set[str] | None = None) -> list[str]:
     """Input files named by what went wrong with them as a whole.
 
     A file that could not be read at all, or none of whose lines landed, is
@@ -449,7 +548,11 @@ def file_notes(outcomes: list[pl.DataFrame]) -> list[str]:
             pl.col("reason").drop_nulls().first(),
             pl.col("landed").any(),
         )
-        .filter(~pl.col("landed") & (pl.col("lines") > 0))
+        .filter(
+            ~pl.col("landed")
+            & (pl.col("lines") > 0)
+            & ~pl.col("source").is_in(sorted(exclude or ()))
+        )
         .sort("source")
         .select(
             pl.when(pl.col("whole"))

@@ -21,7 +21,7 @@ from pipeline import jobs
 from pipeline import lake as lk
 from pipeline.check import check_lake_locked
 from pipeline.progress import timed
-from pipeline.reader import expand_inputs
+from pipeline.reader import scan_inputs
 from pipeline.rubric import Rubric
 from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, built_rubric_id
@@ -86,7 +86,9 @@ def nightly(
     with lk.lake_lock(lake):
         notes = jobs.prepare(lake)
         with timed(seconds, "scan"):
-            files = expand_inputs([inbox], lake)
+            scanned = scan_inputs([inbox], lake)
+            files = scanned.files
+            notes.extend(scanned.skipped)
             digests = {path: file_digest(path) for path in files}
             ledger = read_ledger(lake)
             new = [path for path in files if digests[path] not in ledger]

@@ -12,18 +12,26 @@ Three locks, each enough on its own for some statements, together for all:
    ``lock_configuration``, set as the file is opened): the warehouse holds every
    row the views read, so no query reads or writes any file, not even the lake's,
    no extension loads, and no query can lift it.
+
+And bounds, so that an analyst's query cannot starve the nightly job on a shared
+machine: a memory limit and a thread count (DuckDB settings, locked with the
+rest), a time limit (the query is interrupted), and at most ``max_rows`` rows
+fetched, streamed in batches instead of materialising the whole result.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
+from pipeline.reader import limit_from_env
 from pipeline.warehouse import WarehouseError, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
@@ -37,6 +45,31 @@ EXPLAIN_COLUMNS = ("explain_key", "explain_value")
 SIGNIFICANT_DIGITS = 4
 ROUND_WHOLE_FROM = 10_000
 NULL_TEXT = "NULL"
+DEFAULT_MEMORY_BYTES = 2 * 1024**3
+DEFAULT_THREADS = 2
+DEFAULT_SECONDS = 300
+MEMORY_ENV = "PIPELINE_QUERY_MEMORY_BYTES"
+THREADS_ENV = "PIPELINE_QUERY_THREADS"
+SECONDS_ENV = "PIPELINE_QUERY_SECONDS"
+STREAM_BATCH_ROWS = 2048
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one ``query`` may use; None takes the environment variable, then the default."""
+
+    max_rows: int = DEFAULT_MAX_ROWS
+    memory_bytes: int | None = None
+    threads: int | None = None
+    seconds: int | None = None
+
+    def resolved(self) -> tuple[int, int, int]:
+        """memory bytes, threads, seconds."""
+        return (
+            self.memory_bytes or limit_from_env(MEMORY_ENV, DEFAULT_MEMORY_BYTES),
+            self.threads or limit_from_env(THREADS_ENV, DEFAULT_THREADS),
+            self.seconds or limit_from_env(SECONDS_ENV, DEFAULT_SECONDS),
+        )
 
 
 # What a query that runs can still fail with (a missing column, a refused file).
@@ -51,6 +84,8 @@ class QueryRefused(ValueError):
 class Result:
     statement: str
     frame: pl.DataFrame
+    # True when the statement had more rows than were fetched (max_rows).
+    truncated: bool = False
 
 
 def _statement_type_name(kind: object) -> str:
@@ -104,8 +139,8 @@ CONFINED = {
 }
 
 
-def connect_confined(lake: Path) -> duckdb.DuckDBPyConnection:
-    """The warehouse, read-only, with no access to any file."""
+def connect_confined(lake: Path, limits: QueryLimits | None = None) -> duckdb.DuckDBPyConnection:
+    """The warehouse, read-only, with no access to any file, within limits."""
     path = warehouse_path(lake)
     if lake.exists() and not lake.is_dir():
         raise WarehouseError(f"--lake {lake} is a file; give the lake's folder")
@@ -113,20 +148,56 @@ def connect_confined(lake: Path) -> duckdb.DuckDBPyConnection:
         raise WarehouseError(
             f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"
         )
-    return duckdb.connect(str(path), read_only=True, config=dict(CONFINED))
+    memory, threads, _ = (limits or QueryLimits()).resolved()
+    config: dict[str, str | int | bool] = {"memory_limit": f"{memory}B", "threads": threads}
+    return duckdb.connect(str(path), read_only=True, config={**config, **CONFINED})
 
 
-def run_query(lake: Path, sql: str) -> Iterator[Result]:
+def _fetch(relation: duckdb.DuckDBPyRelation, max_rows: int) -> tuple[pl.DataFrame, bool]:
+    """At most ``max_rows`` rows, streamed in batches; whether there were more."""
+    reader = relation.to_arrow_reader(STREAM_BATCH_ROWS)
+    batches: list[pa.RecordBatch] = []
+    fetched = 0
+    while fetched <= max_rows:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            break
+        batches.append(batch)
+        fetched += batch.num_rows
+    table = pa.Table.from_batches(batches, schema=reader.schema)
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.head(max_rows), fetched > max_rows
+
+
+def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterator[Result]:
     """Results of each statement of ``sql``; refused as a whole if any would write."""
+    chosen = limits or QueryLimits()
     statements = check_read_only(sql)
-    con = connect_confined(lake)
+    _, _, seconds = chosen.resolved()
+    con = connect_confined(lake, chosen)
+    timer = threading.Timer(seconds, con.interrupt)
+    timer.start()
     try:
         for text in statements:
             relation = con.sql(text)
-            frame = pl.DataFrame() if relation is None else relation.pl()
-            yield Result(statement=text.strip(), frame=frame)
+            if relation is None:
+                yield Result(statement=text.strip(), frame=pl.DataFrame())
+                continue
+            frame, truncated = _fetch(relation, chosen.max_rows)
+            yield Result(statement=text.strip(), frame=frame, truncated=truncated)
+    except duckdb.InterruptException as exc:
+        raise QueryTimeout(
+            f"the query ran past the time limit of {seconds} s ({SECONDS_ENV})"
+        ) from exc
     finally:
+        timer.cancel()
         con.close()
+
+
+class QueryTimeout(duckdb.Error):
+    """A query interrupted at the time limit."""
 
 
 def flat(frame: pl.DataFrame) -> pl.DataFrame:

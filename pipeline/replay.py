@@ -37,8 +37,12 @@ from schemas.tasks import Quarantine, QuarantineResolved
 NOT_REPLAYABLE = (
     "line is not valid UTF-8",
     "record is ",
+    "report is ",
     "gzip stream ends early",
     "not a readable gzip file",
+    "decompressed past the limit",
+    "trailing bytes after the end of the gzip data",
+    "could not read the file",
 )
 
 
@@ -103,7 +107,10 @@ def _resolved_rows(
     )
     landed = pl.concat([kept.tables[t].select("row_nr") for t in jobs.RUN_TABLES])
     released = candidates.join(kept.quarantine.select("row_nr"), on="row_nr", how="anti")
-    return released.join(runs, on="row_nr").select(
+    # A line identical to another of the chunk is parsed once (ingest.build_batch) and
+    # shares its fate: it carries the run_id of its twin's text.
+    by_text = candidates.join(runs, on="row_nr").select("raw", "run_id").unique("raw")
+    return released.join(by_text, on="raw").select(
         "source",
         "line",
         "raw",
@@ -133,7 +140,9 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     batch = build_batch(lines, sorted(chosen.task.envs), batch_id)
     landed_tasks, landed_surfaces = jobs.earlier_runs(lake, batch)
     # Against an empty quarantine, so every line that fails again is listed (it stays put).
-    nothing_held = pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
+    nothing_held = pl.DataFrame(
+        schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
+    )
     result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held)
     frames = landed_frames(result.batch)
     frames["quarantine_resolved"] = checked(

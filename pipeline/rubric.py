@@ -351,16 +351,35 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
     )
 
 
+# A rubric is a few dozen keys: these bounds only stop input that is not one.
+MAX_RUBRIC_BYTES = 1024 * 1024
+MAX_RUBRIC_BRACKETS = 10_000
+
+
 def load_rubric(path: Path | None) -> Rubric:
     """The rubric in ``path``, or the default one; RubricError names what is wrong."""
     if path is None:
         return parse_rubric({})
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            # Read one byte past the cap, so /dev/zero or a huge file is refused, not read.
+            data = handle.read(MAX_RUBRIC_BYTES + 1)
+        if len(data) > MAX_RUBRIC_BYTES:
+            raise RubricError(
+                f"rubric file {path}: larger than {MAX_RUBRIC_BYTES} bytes, not a rubric"
+            )
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RubricError(f"rubric file {path}: cannot be read ({exc})") from exc
+    nesting = max(text.count("["), text.count("{"))
+    if nesting > MAX_RUBRIC_BRACKETS:
+        raise RubricError(
+            f"rubric file {path}: {nesting} brackets, over the limit of {MAX_RUBRIC_BRACKETS}"
+        )
     try:
-        data = tomllib.loads(text)
+        parsed = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RubricError(f"rubric file {path}: not valid TOML ({exc})") from exc
-    return parse_rubric(data)
+    except RecursionError as exc:
+        raise RubricError(f"rubric file {path}: nests too deep to be a rubric") from exc
+    return parse_rubric(parsed)

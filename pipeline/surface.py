@@ -514,6 +514,7 @@ _QUARANTINE_SCHEMA = pl.Schema(
     {
         "source": pl.String,
         "line": pl.Int64,
+        "line_end": pl.Int64,
         "reason": pl.String,
         "raw": pl.String,
         "record_kind": pl.String,
@@ -616,7 +617,15 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
     ).join(records.select(*key, "raw", "batch_id"), on=key)
     quarantine = (
         quarantine.sort("_order")
-        .select(*key, "reason", "raw", record_kind=pl.lit("surface"), batch_id="batch_id")
+        .select(
+            *key,
+            "reason",
+            "raw",
+            line_end=pl.lit(None, pl.Int64),
+            record_kind=pl.lit("surface"),
+            batch_id="batch_id",
+        )
+        .select(list(_QUARANTINE_SCHEMA))
         .cast(_QUARANTINE_SCHEMA)
     )
     return SurfaceBatch(runs=landed, findings=findings, quarantine=quarantine, skipped=skipped)

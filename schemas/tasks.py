@@ -92,6 +92,10 @@ class Quarantine(pa.DataFrameModel):
 
     source: str
     line: pl.Int64 = pa.Field(ge=0)
+    # A row may stand for the block of lines line..line_end, all with this reason and no
+    # raw text (past a file's first N bad lines, or a file that failed whole): replay
+    # reads them again from the source. Null in lakes written before blocks existed.
+    line_end: pl.Int64 = pa.Field(nullable=True, ge=0)
     reason: str = pa.Field(str_length={"min_value": 1})
     raw: str = pa.Field(nullable=True)
     record_kind: str = pa.Field(nullable=True)

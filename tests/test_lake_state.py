@@ -229,7 +229,6 @@ def test_run_and_ingest_refuse_a_lake_that_is_a_file_or_a_foreign_folder(
             ["nightly", "--inbox", "{inbox}", "--spark-master", "local[1]"],
             "--spark-master needs --engine spark",
         ),
-        (["query", "select 1", "--json", "--max-rows", "5"], "--max-rows limits the table"),
     ],
 )
 def test_a_flag_that_would_do_nothing_is_refused(

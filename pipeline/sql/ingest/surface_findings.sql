@@ -1,16 +1,29 @@
--- The findings of surface reports, one row per finding (json_each over `findings` when it is
--- an array): every finding field and measurement key the pipeline uses, as its JSON type
--- (`<f>_t`, NULL when absent, 'NULL' when JSON null) and text (`<f>_v`), keyed by the
--- record's (source, line) and the finding's 0-based index.
+-- The findings of surface reports, one row per finding (when `findings` is an array): every
+-- finding field and measurement key the pipeline uses, as its JSON type (`<f>_t`, NULL when
+-- absent, 'NULL' when JSON null) and text (`<f>_v`), keyed by the record's (source, line)
+-- and the finding's 0-based index.
+-- The findings are unnested from one extraction of the list: json_each would carry the
+-- whole report on every finding, so 10k findings would cost 10k copies of the report.
 -- Input: view `records` (source, line, raw, content_hash, batch_id).
+with listed as (
+    select source, line, json_extract(raw, '$.findings[*]') as items
+    from records
+    where json_type(raw, '$.findings') = 'ARRAY'
+),
+
+each_finding as (
+    select source, line, unnest(range(len(items))) as key, unnest(items) as value
+    from listed
+)
+
 select
-    r.source,
-    r.line,
+    f.source,
+    f.line,
     cast(f.key as bigint) as finding_index,
-    f.type as finding_t,
+    json_type(f.value) as finding_t,
     f.value::varchar as finding_v,
     -- Key lists keep a key named twice, so a finding or measurement that does is caught.
-    case when f.type = 'OBJECT' then json_keys(f.value) end as finding_keys,
+    case when json_type(f.value) = 'OBJECT' then json_keys(f.value) end as finding_keys,
     case when json_type(f.value, '$.measurement') = 'OBJECT'
         then json_keys(f.value, '$.measurement') end as measurement_keys,
     json_type(f.value, '$.probe') as probe_t,
@@ -63,5 +76,4 @@ select
     json_extract_string(f.value, '$.measurement.kind') as m_injector_kind_v,
     json_type(f.value, '$.measurement.recommend_jit') as m_recommend_jit_t,
     json_extract_string(f.value, '$.measurement.recommend_jit') as m_recommend_jit_v
-from records as r, json_each(r.raw, '$.findings') as f
-where json_type(r.raw, '$.findings') = 'ARRAY'
+from each_finding as f

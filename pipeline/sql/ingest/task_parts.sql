@@ -1,19 +1,30 @@
 -- grade.subscores, grade.weights and grade.penalties in long form, one row per
 -- (record, part, name), with each value's JSON type. Reads the fragments
 -- task_fields.sql extracted, so the record itself is not parsed again.
+-- Keys and values are unnested side by side (json_keys keeps a key named twice, and
+-- '$.*' every value in the same order): json_each would carry the whole fragment on
+-- every row, so a record of 30k components would cost 30k copies of itself.
 -- Input: view `fields` (row_nr, subscores_json, weights_json, penalties_json).
 -- Output: row_nr, part, name, value_type, value.
-select f.row_nr, 'subscores' as part, e.key as name, e.type as value_type,
-       try_cast(e.value as double) as value
-from fields as f, json_each(f.subscores_json) as e
-where f.subscores_json is not null
-union all
-select f.row_nr, 'weights' as part, e.key as name, e.type as value_type,
-       try_cast(e.value as double) as value
-from fields as f, json_each(f.weights_json) as e
-where f.weights_json is not null
-union all
-select f.row_nr, 'penalties' as part, e.key as name, e.type as value_type,
-       try_cast(e.value as double) as value
-from fields as f, json_each(f.penalties_json) as e
-where f.penalties_json is not null
+with members as (
+    select row_nr, 'subscores' as part,
+        unnest(json_keys(subscores_json::varchar)) as name,
+        unnest(json_extract(subscores_json::varchar, '$.*')) as member
+    from fields
+    where subscores_json is not null
+    union all
+    select row_nr, 'weights' as part,
+        unnest(json_keys(weights_json::varchar)) as name,
+        unnest(json_extract(weights_json::varchar, '$.*')) as member
+    from fields
+    where weights_json is not null
+    union all
+    select row_nr, 'penalties' as part,
+        unnest(json_keys(penalties_json::varchar)) as name,
+        unnest(json_extract(penalties_json::varchar, '$.*')) as member
+    from fields
+    where penalties_json is not null
+)
+
+select row_nr, part, name, json_type(member) as value_type, try_cast(member as double) as value
+from members
