@@ -54,8 +54,9 @@ def test_by_cwe_pass_rate_has_a_wilson_interval(lake: Path) -> None:
     assert rate == pytest.approx(0.75)
     # p = 3/4, n = 4, z² = 3.8416: centre (0.75 + 0.4802) / 1.9604 = 0.627525;
     # half-width 1.96·sqrt(0.046875 + 0.060025) / 1.9604 = 1.96·0.326956 / 1.9604 = 0.326889
-    assert low == pytest.approx(0.300636, abs=1e-6)
-    assert high == pytest.approx(0.954414, abs=1e-6)
+    # 95% Wilson for 3 of 4 with z = 1.959963984540054 (the exact 97.5% normal quantile)
+    assert low == pytest.approx(0.300642, abs=1e-6)
+    assert high == pytest.approx(0.954413, abs=1e-6)
 
 
 def test_cost_per_solved_by_hand(lake: Path) -> None:

@@ -313,7 +313,7 @@ def test_rate_intervals_stay_in_unit_range_with_two_problems(tmp_path: Path) -> 
 
 
 def test_a_bare_ingest_keeps_the_view_in_history_order(lake: Path, tmp_path: Path) -> None:
-    # 1.0 and 2.0 first; then `ingest` (no scoring) lands 1.0-rerun, graded between them.
+    # 1.0 and 2.0 first; then `ingest` lands (and scores) 1.0-rerun, graded between them.
     # history now steps 1.0 -> 1.0-rerun -> 2.0, and so does the view, at once.
     inputs = lake.parent / "in"
     first, later = tmp_path / "first", tmp_path / "later"
@@ -338,6 +338,7 @@ def test_a_bare_ingest_keeps_the_view_in_history_order(lake: Path, tmp_path: Pat
     assert steps() == [("1.0", "2.0")]
     done = runner.invoke(app, ["ingest", str(later), "--lake", str(copy)])
     assert done.exit_code == 0, done.output
-    assert steps() == []  # 1.0-rerun has no scores yet: neither step has a paired problem
+    # ingest scores what it lands under the lake's rubric: the view steps through it at once
+    assert steps() == [("1.0", "1.0-rerun"), ("1.0-rerun", "2.0")]
     assert runner.invoke(app, ["score", "--lake", str(copy)]).exit_code == 0
     assert steps() == [("1.0", "1.0-rerun"), ("1.0-rerun", "2.0")]
