@@ -108,6 +108,8 @@ class LakeSequences(RuleBasedStateMachine):
         self.rubric: str | None = None  # None until something has scored
         self.scored = False
         self.nightly_done: set[str] = set()
+        # Places of fuzz lines that landed or were released by a replay.
+        self.settled: set[tuple[str, int]] = set()
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -125,16 +127,18 @@ class LakeSequences(RuleBasedStateMachine):
                 self.quarantined.add(key)
             elif kind.startswith("fuzz:"):
                 run_id = kind.removeprefix("fuzz:")
-                if run_id in self.landed:
-                    # An exact duplicate of a landed run: skipped (a row held at this
-                    # place stays held until replay-quarantine releases it).
-                    continue
-                if self.knows_fuzz(rubric):
+                if key in self.settled:
+                    continue  # this very line landed (or was released): read again it is seen
+                if not self.knows_fuzz(rubric):
+                    # Refused by this rubric, even when its twin landed from another file.
+                    self.quarantined.add(key)
+                elif run_id not in self.landed:
                     # Accepted now: it lands, and resolves its own earlier quarantine row.
                     self.landed.add(run_id)
                     self.quarantined.discard(key)
-                else:
-                    self.quarantined.add(key)
+                    self.settled.add(key)
+                # else: an exact duplicate of a landed run, skipped (a row held at this
+                # place stays held until replay-quarantine releases it).
             else:
                 self.landed.add(kind)
 
@@ -149,6 +153,7 @@ class LakeSequences(RuleBasedStateMachine):
         for source, number in fuzz_lines:
             self.landed.add(FILES[Path(source).name][number - 1][1].removeprefix("fuzz:"))
         self.quarantined -= fuzz_lines
+        self.settled |= fuzz_lines
 
     def effective(self, given: str | None) -> str | None:
         """The rubric a command uses: the one given, else the lake's, else the defaults."""

@@ -228,7 +228,10 @@ def test_readable_rounds_floats_and_keeps_everything_else() -> None:
     ]
 
 
-@pytest.mark.parametrize("sql", ["select * from by_agent", "select * from task_runs"])
+@pytest.mark.parametrize(
+    "sql",
+    ["select * from by_agent order by agent, agent_version, env_type", "select * from task_runs"],
+)
 def test_the_table_shows_every_number_whole_at_80_columns(lake: Path, sql: str) -> None:
     code, out, _ = invoke(lake, sql, "--format", "json")
     assert code == 0
