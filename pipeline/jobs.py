@@ -418,7 +418,9 @@ class _Lander:
             self.landed[table].add(frames[table].get_column("run_id"))
         self.outcomes.append(file_outcomes(frames))
         in_full = frames["quarantine"].filter(pl.col("raw").is_not_null())
-        for source, count in in_full.group_by("source").len().iter_rows():
+        # One entry per input file of the chunk (not per line): kept-in-full counts so far.
+        per_file = in_full.group_by("source").len()
+        for source, count in zip(per_file["source"], per_file["len"], strict=True):
             self.kept[source] = self.kept.get(source, 0) + count
         self.totals["lines"] += batch.lines_read
         self.totals["task"] += frames["task_runs"].height
