@@ -1,4 +1,4 @@
-"""pipeline.stats: hand-computed intervals and tests, and the error rates they promise."""
+"""pipeline.compare.stats: hand-computed intervals and tests, and the error rates they promise."""
 
 from __future__ import annotations
 
