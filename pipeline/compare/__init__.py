@@ -2,10 +2,11 @@
 the history as data, and their rendering (terminal blocks, an HTML page).
 
 Reading order, each module using only those before it: ``text`` (number formats),
-``stats`` (paired t, bootstrap, McNemar) → ``metrics`` (the four metrics of a version) → ``gate`` (verdicts per env
-type, Holm) → ``pairing`` → ``reasons`` → ``documents`` → ``versions`` (the comparison
-and the history) → ``fetch`` (the same, read from the warehouse); ``regressions`` writes
-the lake's ``version_regressions`` table; ``render`` and ``html`` draw a report.
+``stats`` (paired t, bootstrap, McNemar) → ``metrics`` (the four metrics of a version)
+→ ``gate`` (verdicts per env type, Holm) → ``pairing`` → ``reasons`` → ``documents``
+→ ``versions`` (the comparison and the history) → ``fetch`` (the same, read from the
+warehouse); ``regressions`` writes the lake's ``version_regressions`` table; ``render``
+and ``html`` draw a report.
 """
 
 from __future__ import annotations
