@@ -403,17 +403,19 @@ def compare(
     _lake_or_exit(lake)
     from pipeline import compare as cmp
 
-    code = cmp.run_compare(
-        lake=lake,
-        agent=agent,
-        baseline=baseline,
-        candidate=candidate,
-        as_json=as_json,
-        html=html,
-        fail_on_regression=fail_on_regression,
-        console=console,
-    )
-    raise typer.Exit(code)
+    _versions_or_exit(cmp.check_versions(lake, agent, [baseline, candidate]))
+    result = cmp.fetch_comparison(lake, agent=agent, baseline=baseline, candidate=candidate)
+    if as_json:
+        _print_json(result.report, pretty=console.is_terminal)
+    else:
+        _print_blocks(cmp.render.comparison(result.report))
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(cmp.render_comparison(result.report, result.pairs), encoding="utf-8")
+        if not as_json:
+            console.print(f"wrote {html}", highlight=False)
+    failed = fail_on_regression and result.report["gate"]["fails"]
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
 @app.command()
@@ -426,7 +428,38 @@ def history(
     _lake_or_exit(lake)
     from pipeline import compare as cmp
 
-    raise typer.Exit(cmp.run_history(lake=lake, agent=agent, as_json=as_json, console=console))
+    rows = cmp.fetch_history(lake, agent, _versions_or_exit(cmp.check_versions(lake, agent, [])))
+    if as_json:
+        _print_json(cmp.history_document(agent, rows), pretty=False)
+    else:
+        _print_blocks(cmp.render.history(agent, rows))
+
+
+def _versions_or_exit(checked: list[str] | str) -> list[str]:
+    """The agent's versions, or exit 2 saying which agent or version is unknown."""
+    if isinstance(checked, str):
+        raise _usage_error(checked)
+    return checked
+
+
+def _print_json(document: Any, *, pretty: bool) -> None:
+    from pipeline.jsonsafe import dumps
+
+    text = dumps(document)
+    console.print_json(text) if pretty else console.out(text, highlight=False)
+
+
+def _print_blocks(blocks: Sequence[Any]) -> None:
+    """Tables fitted to the console's width (numbers never cut), lines as markup."""
+    from rich.table import Table
+
+    from pipeline.tables import print_table
+
+    for block in blocks:
+        if isinstance(block, Table):
+            print_table(console, block)
+        else:
+            console.print(block, highlight=False)
 
 
 class OutputFormat(StrEnum):

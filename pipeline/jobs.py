@@ -23,9 +23,10 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import evolution, surface, version_regressions
+from pipeline import evolution, surface
 from pipeline import lake as lk
 from pipeline import score as task_score
+from pipeline.compare import regressions as version_regressions
 from pipeline.ingest import (
     Batch,
     Deduped,

@@ -364,4 +364,7 @@ def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
     path = warehouse_path(lake)
     if not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline run` first")
-    return duckdb.connect(str(path), read_only=True)
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot open {path} read-only: {exc}") from exc

@@ -45,6 +45,6 @@ SCORED: dict[str, type[pa.DataFrameModel]] = {
     "surface_finding_scores": SurfaceFindingScore,
     "surface_phase_scores": SurfacePhaseScore,
     # Not per part: one file per rubric, rebuilt whenever that rubric's scores change
-    # (pipeline/version_regressions.py).
+    # (pipeline/compare/regressions.py).
     "version_regressions": VersionRegression,
 }

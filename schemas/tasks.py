@@ -174,7 +174,7 @@ VERDICTS = ("regression", "improvement", "no_change")
 
 class VersionRegression(pa.DataFrameModel):
     """The release gate for each consecutive pair of versions of an agent, under one rubric:
-    one row per env type and one ``all`` row (pipeline.gate.step_table)."""
+    one row per env type and one ``all`` row (pipeline.compare.gate.step_table)."""
 
     rubric_id: str
     agent: str

@@ -13,14 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import gate, stats
 from pipeline.compare import (
-    CompareInputError,
     CompareSettings,
     compare_versions,
     failure_reasons,
+    gate,
+    stats,
     version_history,
 )
+from pipeline.lake import InputError
 
 try:
     from tests.test_compare_sim import empty_metadata, simulate
@@ -479,7 +480,7 @@ def test_nothing_paired_is_said_plainly() -> None:
 
 def test_missing_column_is_named() -> None:
     runs = run_rows([{"v": "1", "p": "p1", "score": 0.5}]).drop("weighted")
-    with pytest.raises(CompareInputError, match=r"task_runs is missing column.*weighted"):
+    with pytest.raises(InputError, match=r"task_runs is missing column.*weighted"):
         compare_versions(
             runs,
             comps_from(runs.with_columns(weighted=pl.lit(0.5))),

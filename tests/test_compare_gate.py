@@ -14,8 +14,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline import gate, jobs
+from pipeline import jobs
 from pipeline.cli import app
+from pipeline.compare import gate
 from pipeline.rubric import parse_rubric
 from pipeline.warehouse import connect_read_only
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.compare import compare_versions
-from pipeline.report_html import escape_expr, render_comparison
+from pipeline.compare.html import escape_expr, render_comparison
 
 try:
     from tests.test_compare_sim import empty_metadata, simulate

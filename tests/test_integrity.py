@@ -21,8 +21,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline import jobs, jsonsafe, stats
+from pipeline import jobs, jsonsafe
 from pipeline.cli import app
+from pipeline.compare import stats
 from pipeline.rubric import RubricError, parse_rubric
 from tests.test_ingest import quarantine, record, with_grade, write_jsonl
 

@@ -1,4 +1,4 @@
-"""pipeline.stats: hand-computed intervals and tests, and the error rates they promise."""
+"""pipeline.compare.stats: hand-computed intervals and tests, and the error rates they promise."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pipeline import stats
+from pipeline.compare import stats
 
 
 def test_paired_t_by_hand_on_four_problems() -> None:

@@ -26,11 +26,11 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from pipeline import metrics, stats
+from pipeline.compare import metrics, stats
 
 GROUP: Final = ("agent", "baseline", "candidate")
 ALL_ENV_TYPES: Final = "all"
-KEY: Final = ("problem_id", "env_type")
+KEY: Final = metrics.KEY
 HOLM: Final = "holm"
 # What the table's columns are, for the view's header and the README.
 COLUMNS: Final = (

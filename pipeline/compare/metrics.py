@@ -23,9 +23,9 @@ from typing import Any, Final
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
-from pipeline import stats
+from pipeline.compare import stats
+from pipeline.jsonsafe import json_safe
 
 KEY: Final = ("problem_id", "env_type")
 STATUS_SCORED: Final = "scored"
@@ -67,6 +67,8 @@ def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) ->
 
 def z_value(confidence: float) -> float:
     """The two-sided normal quantile (1.959963984540054 at 95%, as the SQL macro z95)."""
+    from scipy import stats as sps
+
     return float(sps.norm.ppf(0.5 + confidence / 2.0))
 
 
@@ -140,13 +142,7 @@ def version_metrics(
 
 def as_documents(table: pl.DataFrame, by: Sequence[str]) -> list[dict[str, Any]]:
     """Rows of :func:`version_metrics` as JSON-ready dicts, each with its interval methods."""
-    rows = []
-    for row in table.to_dicts():
-        clean = {
-            k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()
-        }
-        rows.append({**clean, "ci_methods": dict(METHODS)})
-    return rows
+    return [{**json_safe(row), "ci_methods": dict(METHODS)} for row in table.to_dicts()]
 
 
 def metric_document(table: pl.DataFrame, by: Sequence[str], **where: str) -> dict[str, Any]:

@@ -9,7 +9,9 @@ standard error is ``sd(d) / sqrt(n)``; the interval uses Student's t with
 ``n - 1`` degrees of freedom, which is what makes small samples honest.
 
 Every function here takes arrays and reduces along the last axis, so the same
-code serves one comparison or a thousand simulated ones at once.
+code serves one comparison or a thousand simulated ones at once. SciPy is imported
+inside the functions that need a distribution, so commands that never compute one
+(and ``--help``) start without it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -69,6 +70,8 @@ def t_interval_from_moments(
     NaN. Where sd is 0 the interval collapses to the point and the p-value is 0
     for a non-zero mean (every problem moved by exactly that amount), 1 for 0.
     """
+    from scipy import stats as sps
+
     n_arr = np.asarray(n, dtype=np.int64)
     mean_arr = np.asarray(mean, dtype=np.float64)
     sd_arr = np.asarray(sd, dtype=np.float64)
@@ -161,6 +164,8 @@ def mcnemar_exact(baseline_only: int, candidate_only: int) -> float:
     so ``candidate_only ~ Binomial(baseline_only + candidate_only, 1/2)``. With
     no discordant problems there is no evidence either way: p = 1.
     """
+    from scipy import stats as sps
+
     discordant = baseline_only + candidate_only
     if discordant == 0:
         return 1.0

@@ -1,7 +1,7 @@
 """The lake's ``version_regressions`` table: the release gate for every consecutive pair of
 versions of every agent, under the current rubric.
 
-The numbers are those ``compare`` gates on (:func:`pipeline.gate.step_table`, paired t with
+The numbers are those ``compare`` gates on (:func:`pipeline.compare.gate.step_table`, paired t with
 scipy's t quantile and Holm over env types), so an analyst reads them with one select
 instead of re-deriving a t quantile in SQL. They depend on the landed runs and on the
 rubric's scores, so the table is rebuilt inside every transaction that changes either
@@ -16,8 +16,8 @@ from typing import Final
 
 import polars as pl
 
-from pipeline import gate, stats
 from pipeline import lake as lk
+from pipeline.compare import gate, stats
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
 

@@ -10,11 +10,12 @@ the same replacements as a vectorized Polars expression.
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import polars as pl
+
+from pipeline.compare.text import number
 
 ENV_COLOURS: Final[Mapping[str, str]] = {
     "exploit": "#d62728",
@@ -60,11 +61,7 @@ def escape_expr(expr: pl.Expr) -> pl.Expr:
 
 
 def _num(value: Any, digits: int = 3, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-    return esc(value)
+    return esc(number(value, digits, signed=signed))
 
 
 # --------------------------------------------------------------------------- charts
@@ -229,12 +226,20 @@ def _table(frame: pl.DataFrame, columns: Sequence[tuple[str, str, bool]], table_
     )
 
 
-def _frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    return (
-        pl.DataFrame(list(rows), schema=dict(schema), orient="row")
-        if rows
+def _rows_table(
+    rows: Sequence[Mapping[str, Any]],
+    schema: Mapping[str, pl.DataType],
+    columns: Sequence[tuple[str, str, bool]],
+    table_id: str,
+) -> str:
+    """An HTML table of the report's ``rows``, read as a frame of ``schema``."""
+    picked = [{k: row.get(k) for k in schema} for row in rows]
+    frame = (
+        pl.DataFrame(picked, schema=dict(schema), orient="row")
+        if picked
         else pl.DataFrame(schema=dict(schema))
     )
+    return _table(frame, columns, table_id)
 
 
 REGRESSED_SCHEMA: Final[Mapping[str, pl.DataType]] = {
@@ -253,10 +258,6 @@ COMPONENT_SCHEMA: Final[Mapping[str, pl.DataType]] = {
     "candidate": pl.Float64(),
     "delta": pl.Float64(),
 }
-
-
-def _pick(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
-    return [{k: row.get(k) for k in keys} for row in rows]
 
 
 # --------------------------------------------------------------------------- page
@@ -284,63 +285,41 @@ def _env_badges(report: Mapping[str, Any]) -> str:
     )
 
 
-def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
-    """The whole page for one comparison (``report`` is the ``compare --json`` document)."""
-    verdict = str(report["verdict"])
-    pct = round(float(report.get("confidence", 0.95)) * 100)
-    forest_rows = [
-        {
-            "label": "all",
-            "delta": report["delta"],
-            "ci_low": report["ci_low"],
-            "ci_high": report["ci_high"],
-            "verdict": verdict,
-            "n": report["paired_problems"],
-        }
-    ] + [
+ENV_SCHEMA: Final[Mapping[str, pl.DataType]] = {
+    "env_type": pl.String(),
+    "paired_problems": pl.Int64(),
+    "baseline_mean": pl.Float64(),
+    "candidate_mean": pl.Float64(),
+    "delta": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "p_value": pl.Float64(),
+    "p_value_holm": pl.Float64(),
+    "verdict": pl.String(),
+    "gate_verdict": pl.String(),
+}
+
+
+def _forest_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The chart's rows: every paired problem (``all``), then each env type."""
+    overall = {**report, "env_type": "all"}
+    return [
         {
             "label": row["env_type"],
             "delta": row["delta"],
             "ci_low": row["ci_low"],
             "ci_high": row["ci_high"],
-            "verdict": row["verdict"],
+            "verdict": str(row["verdict"]),
             "n": row["paired_problems"],
         }
-        for row in report["per_env_type"]
+        for row in [overall, *report["per_env_type"]]
     ]
-    env_frame = _frame(
-        _pick(
-            report["per_env_type"],
-            [
-                "env_type",
-                "paired_problems",
-                "baseline_mean",
-                "candidate_mean",
-                "delta",
-                "ci_low",
-                "ci_high",
-                "p_value",
-                "p_value_holm",
-                "verdict",
-                "gate_verdict",
-            ],
-        ),
-        {
-            "env_type": pl.String(),
-            "paired_problems": pl.Int64(),
-            "baseline_mean": pl.Float64(),
-            "candidate_mean": pl.Float64(),
-            "delta": pl.Float64(),
-            "ci_low": pl.Float64(),
-            "ci_high": pl.Float64(),
-            "p_value": pl.Float64(),
-            "p_value_holm": pl.Float64(),
-            "verdict": pl.String(),
-            "gate_verdict": pl.String(),
-        },
-    )
-    env_table = _table(
-        env_frame,
+
+
+def _env_table(report: Mapping[str, Any], pct: int) -> str:
+    return _rows_table(
+        report["per_env_type"],
+        ENV_SCHEMA,
         [
             ("env_type", "env type", True),
             ("paired_problems", "paired", False),
@@ -356,38 +335,46 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
         ],
         "per-env",
     )
-    regressed = _frame(
-        _pick(report["regressed_problems"], list(REGRESSED_SCHEMA)), REGRESSED_SCHEMA
-    )
-    regressed_table = _table(
-        regressed,
-        [
-            ("problem_id", "problem", True),
-            ("env_type", "env type", True),
-            ("baseline_score", "baseline", False),
-            ("candidate_score", "candidate", False),
-            ("delta", "delta", False),
-            ("failing_component", "failing component", True),
-            ("failing_kind", "kind", True),
-            ("failing_reason", "reason (grader metadata)", True),
-        ],
-        "regressed",
-    )
-    components = _frame(_pick(report["components"], list(COMPONENT_SCHEMA)), COMPONENT_SCHEMA)
-    components_table = _table(
-        components,
-        [
-            ("component", "component", True),
-            ("baseline", "baseline", False),
-            ("candidate", "candidate", False),
-            ("delta", "delta", False),
-        ],
-        "components",
-    )
-    pr = report["pass_rate_problems_paired"]
-    cost = report["cost"]
+
+
+REGRESSED_COLUMNS: Final = (
+    ("problem_id", "problem", True),
+    ("env_type", "env type", True),
+    ("baseline_score", "baseline", False),
+    ("candidate_score", "candidate", False),
+    ("delta", "delta", False),
+    ("failing_component", "failing component", True),
+    ("failing_kind", "kind", True),
+    ("failing_reason", "reason (grader metadata)", True),
+)
+COMPONENT_COLUMNS: Final = (
+    ("component", "component", True),
+    ("baseline", "baseline", False),
+    ("candidate", "candidate", False),
+    ("delta", "delta", False),
+)
+
+
+def _summary(report: Mapping[str, Any], pct: int) -> str:
+    """The headline numbers as one table row."""
     boot = report["bootstrap"]
-    dec = report["decomposition"]
+    return f"""<table id="summary"><thead><tr><th>paired problems</th><th>baseline mean</th>
+<th>candidate mean</th><th>delta</th><th>{pct}% interval ({esc(report["method"])})</th>
+<th>p</th><th>bootstrap interval</th><th>unpaired (b / c)</th><th>grader errors (b / c)</th>
+</tr></thead><tbody><tr><td>{_num(report["paired_problems"])}</td>
+<td>{_num(report["baseline_mean"])}</td><td>{_num(report["candidate_mean"])}</td>
+<td>{_num(report["delta"], 4, True)}</td>
+<td>[{_num(report["ci_low"], 4, True)}, {_num(report["ci_high"], 4, True)}]</td>
+<td>{_num(report["p_value"], 4)}</td>
+<td>[{_num(boot["ci_low"], 4, True)}, {_num(boot["ci_high"], 4, True)}]</td>
+<td>{_num(report["n_unpaired_baseline"])} / {_num(report["n_unpaired_candidate"])}</td>
+<td>{_num(report["grader_errors"]["baseline"])} / {_num(report["grader_errors"]["candidate"])}</td>
+</tr></tbody></table>"""
+
+
+def _header(report: Mapping[str, Any]) -> str:
+    """The page's head, its title with the verdict, the gate's decision and the message."""
+    verdict = str(report["verdict"])
     title = f"{esc(report['agent'])}: {esc(report['candidate'])} against {esc(report['baseline'])}"
     colour = VERDICT_COLOURS.get(verdict, OTHER_COLOUR)
     warn = (
@@ -403,32 +390,22 @@ def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
 <h1>{title} <span class="verdict" style="background:{colour}">{esc(verdict)}</span>
 {_env_badges(report)}</h1>
 <p id="gate" class="note"><strong>{esc(report["gate"]["message"])}</strong></p>
-<p class="note">{esc(report["message"])}</p>{warn}
-<table id="summary"><thead><tr><th>paired problems</th><th>baseline mean</th>
-<th>candidate mean</th><th>delta</th><th>{pct}% interval ({esc(report["method"])})</th>
-<th>p</th><th>bootstrap interval</th><th>unpaired (b / c)</th><th>grader errors (b / c)</th>
-</tr></thead><tbody><tr><td>{_num(report["paired_problems"])}</td>
-<td>{_num(report["baseline_mean"])}</td><td>{_num(report["candidate_mean"])}</td>
-<td>{_num(report["delta"], 4, True)}</td>
-<td>[{_num(report["ci_low"], 4, True)}, {_num(report["ci_high"], 4, True)}]</td>
-<td>{_num(report["p_value"], 4)}</td>
-<td>[{_num(boot["ci_low"], 4, True)}, {_num(boot["ci_high"], 4, True)}]</td>
-<td>{_num(report["n_unpaired_baseline"])} / {_num(report["n_unpaired_candidate"])}</td>
-<td>{_num(report["grader_errors"]["baseline"])} / {_num(report["grader_errors"]["candidate"])}</td>
-</tr></tbody></table>
-<h2>Difference per env type ({pct}% paired t intervals)</h2>
-{interval_chart(forest_rows)}
-{env_table}
-<h2>Per problem: baseline against candidate</h2>
-<p class="note">Trials averaged within each problem; points below the dashed diagonal regressed.</p>
-{scatter_chart(pairs)}
-<h2>Problems that regressed most</h2>
-{regressed_table}
-<h2>Change in mean score by component</h2>
+<p class="note">{esc(report["message"])}</p>{warn}"""
+
+
+def _why(report: Mapping[str, Any]) -> str:
+    """The decomposition, the paired pass rate and the cost per run."""
+    pr = report["pass_rate_problems_paired"]
+    cost = report["cost"]
+    dec = report["decomposition"]
+    components = _rows_table(
+        report["components"], COMPONENT_SCHEMA, COMPONENT_COLUMNS, "components"
+    )
+    return f"""<h2>Change in mean score by component</h2>
 <p class="note">Mean contribution over paired problems; the deltas add up to the change in the
 weighted sum ({_num(dec["delta_weighted"], 4, True)}); penalties changed by
 {_num(dec["delta_penalty"], 4, True)}, clamping by {_num(dec["clamp_effect"], 4, True)}.</p>
-{components_table}
+{components}
 <h2>Pass rate over paired problems (pass_rate_problems)</h2>
 <p class="note">{esc(pr["definition"])}. Baseline {_num(pr["baseline"])}, candidate
 {_num(pr["candidate"])}; {_num(pr["discordant"])} discordant problems (baseline only
@@ -439,6 +416,25 @@ p = {_num(pr["p_value"], 4)}.</p>
 <th>tokens</th><th>wall_seconds</th></tr></thead><tbody>
 {_cost_row(report["baseline"], cost["baseline"])}
 {_cost_row(report["candidate"], cost["candidate"])}
-</tbody></table>
+</tbody></table>"""
+
+
+def render_comparison(report: Mapping[str, Any], pairs: pl.DataFrame) -> str:
+    """The whole page for one comparison (``report`` is the ``compare --json`` document)."""
+    pct = round(float(report.get("confidence", 0.95)) * 100)
+    regressed = _rows_table(
+        report["regressed_problems"], REGRESSED_SCHEMA, REGRESSED_COLUMNS, "regressed"
+    )
+    return f"""{_header(report)}
+{_summary(report, pct)}
+<h2>Difference per env type ({pct}% paired t intervals)</h2>
+{interval_chart(_forest_rows(report))}
+{_env_table(report, pct)}
+<h2>Per problem: baseline against candidate</h2>
+<p class="note">Trials averaged within each problem; points below the dashed diagonal regressed.</p>
+{scatter_chart(pairs)}
+<h2>Problems that regressed most</h2>
+{regressed}
+{_why(report)}
 </body></html>
 """

@@ -1,0 +1,89 @@
+"""The comparison and the history read from the warehouse (read-only), through the
+parameterised queries ``sql/queries/compare_*.sql``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from pipeline.compare.reasons import failure_reasons
+from pipeline.compare.versions import (
+    DEFAULT_SETTINGS,
+    CompareSettings,
+    Comparison,
+    compare_versions,
+    version_history,
+)
+from pipeline.jsonsafe import json_safe
+from pipeline.sql import run_sql
+from pipeline.warehouse import connect_read_only
+
+
+def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:
+    return run_sql(f"queries/{name}.sql", {}, list(params), con=con)
+
+
+def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] | str:
+    """The agent's known versions (in order of first graded run), or a message naming
+    what is unknown: a usage error, for the CLI to say."""
+    con = connect_read_only(lake)
+    try:
+        known = _query(con, "compare_versions", [agent])["agent_version"].to_list()
+    finally:
+        con.close()
+    if not known:
+        return f"no runs of agent {agent!r} in the warehouse at {lake}"
+    missing = [v for v in wanted if v not in known]
+    if missing:
+        return (
+            f"agent {agent!r} has no runs of version(s) {', '.join(map(repr, missing))}; "
+            f"known versions: {', '.join(map(str, known))}"
+        )
+    return [str(v) for v in known]
+
+
+def fetch_comparison(
+    lake: Path,
+    *,
+    agent: str,
+    baseline: str,
+    candidate: str,
+    settings: CompareSettings = DEFAULT_SETTINGS,
+) -> Comparison:
+    """Run the comparison on the warehouse: fetch runs and components, then the reasons
+    from the metadata of the regressed problems' worst trials only."""
+    con = connect_read_only(lake)
+    try:
+        versions = [baseline, candidate]
+        result = compare_versions(
+            _query(con, "compare_runs", [agent, versions]),
+            _query(con, "compare_components", [agent, versions]),
+            None,
+            agent=agent,
+            baseline=baseline,
+            candidate=candidate,
+            settings=settings,
+        )
+        run_ids = [r for r in result.regressed["candidate_run_id"].to_list() if r is not None]
+        if not run_ids:
+            return result
+        metadata = _query(con, "compare_metadata", [run_ids])
+    finally:
+        con.close()
+    regressed = failure_reasons(result.regressed.drop("failing_reason"), metadata.lazy())
+    report = {**result.report, "regressed_problems": [json_safe(r) for r in regressed.to_dicts()]}
+    return Comparison(report=report, pairs=result.pairs, regressed=regressed)
+
+
+def fetch_history(lake: Path, agent: str, versions: Sequence[str]) -> list[dict[str, Any]]:
+    """Every version of ``agent`` with its metrics and its step against the one before."""
+    con = connect_read_only(lake)
+    try:
+        runs = _query(con, "compare_runs", [agent, list(versions)])
+    finally:
+        con.close()
+    return version_history(runs, agent=agent)

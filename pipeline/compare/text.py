@@ -1,0 +1,29 @@
+"""Numbers as a person reads them, in the terminal tables, the headline and the page."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MISSING = "–"
+
+
+def number(value: Any, digits: int = 3, *, signed: bool = False, missing: str = MISSING) -> str:
+    """A float to ``digits`` places (with its sign when ``signed``); None or NaN as ``missing``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    if isinstance(value, float):
+        return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return str(value)
+
+
+def delta(value: float | None, digits: int = 4) -> str:
+    """A difference, always signed; ``n/a`` when there is none."""
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def interval(low: Any, high: Any, *, signed: bool = True) -> str:
+    """``[low, high]`` to three places, or ``–`` when either end is missing."""
+    if low is None or high is None:
+        return MISSING
+    return f"[{low:+.3f}, {high:+.3f}]" if signed else f"[{low:.3f}, {high:.3f}]"
