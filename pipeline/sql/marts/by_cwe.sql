@@ -1,5 +1,5 @@
 -- by_cwe: per (cwe, env_type): runs, distinct defects and agents, grader errors, and the
--- run-level metrics of 03_macros.sql: mean_score_runs (normal 95% interval) and
+-- run-level metrics of macros/metrics.sql: mean_score_runs (normal 95% interval) and
 -- pass_rate_runs (95% Wilson interval); mean_score and pass_rate are their aliases.
 -- pass_n, pass_rate_ci_low/high name the run-level rate's count and interval too.
 -- Runs without a cwe are left out.

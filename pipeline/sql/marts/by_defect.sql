@@ -1,5 +1,5 @@
 -- by_defect: per (defect_id, env_type): how many runs and agents attempted it, grader
--- errors apart, and the run-level metrics of 03_macros.sql (over scored runs, every agent
+-- errors apart, and the run-level metrics of macros/metrics.sql (over scored runs, every agent
 -- together): mean_score_runs with a normal 95% interval, pass_rate_runs with a 95% Wilson
 -- interval. The contract's mean_score and pass_rate are aliases of those, as are score_se,
 -- score_ci_low/high and pass_rate_ci_low/high. Runs without a defect_id are left out.

@@ -1,5 +1,5 @@
 -- by_agent: per (agent, agent_version, env_type): runs, grader errors (counted apart, never
--- in a mean), and the metrics of 03_macros.sql at both levels:
+-- in a mean), and the metrics of macros/metrics.sql at both levels:
 --   mean_score_runs, pass_rate_runs          over scored runs
 --   mean_score_problems, pass_rate_problems  over problems (trials averaged; a problem
 --                                            passes on a majority of its trials)

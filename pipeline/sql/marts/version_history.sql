@@ -1,5 +1,5 @@
 -- version_history: every version of every agent in order of its first graded run, with
--- the metrics of 03_macros.sql over all its env types: mean_score_problems (95% t interval
+-- the metrics of macros/metrics.sql over all its env types: mean_score_problems (95% t interval
 -- over problems, clustered as in Miller 2024) and pass_rate_problems (95% Wilson), and the
 -- run-level mean_score_runs (normal) and pass_rate_runs (Wilson); grader errors excluded
 -- and counted. `python -m pipeline history` shows the same numbers (pipeline/metrics.py).
