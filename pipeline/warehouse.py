@@ -28,7 +28,6 @@ import hashlib
 import os
 import re
 import secrets
-from graphlib import CycleError, TopologicalSorter
 import shlex
 import shutil
 import sys
@@ -36,6 +35,7 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cache
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import duckdb
@@ -161,7 +161,9 @@ def _model(path: Path, known: Collection[str]) -> Model:
     code = _code(path.read_text(encoding="utf-8"))
     created = _CREATED.match(code)
     if created is None or created.group(1) != path.stem:
-        raise WarehouseError(f"{path}: must create the view {path.stem!r} (a view is named after its file)")
+        raise WarehouseError(
+            f"{path}: must create the view {path.stem!r} (a view is named after its file)"
+        )
     ctes = set(_CTE.findall(code))
     unknown = sorted(set(_READ.findall(code)) - ctes - set(known))
     if unknown:
@@ -201,10 +203,13 @@ def view_order(found: dict[str, Model], given: Collection[str] = ()) -> list[str
     try:
         return list(graph.static_order())
     except CycleError as exc:
-        raise WarehouseError(f"views read each other in a cycle: {' -> '.join(exc.args[1])}") from exc
+        cycle = " -> ".join(exc.args[1])
+        raise WarehouseError(f"views read each other in a cycle: {cycle}") from exc
 
 
-def upstream(found: dict[str, Model], wanted: Iterable[str], given: Collection[str] = ()) -> set[str]:
+def upstream(
+    found: dict[str, Model], wanted: Iterable[str], given: Collection[str] = ()
+) -> set[str]:
     """``wanted`` and every view they read, directly or not, short of ``given``."""
     todo, seen = list(wanted), set[str]()
     while todo:

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import duckdb
 
-VIEWS = "select table_name from information_schema.tables where table_catalog = ? and table_type = 'VIEW'"
+VIEWS = (
+    "select table_name from information_schema.tables "
+    "where table_catalog = ? and table_type = 'VIEW'"
+)
 COLUMNS = (
     "select column_name, data_type from information_schema.columns "
     "where table_catalog = ? and table_name = ? order by ordinal_position"
@@ -32,7 +35,9 @@ def _rounded(columns: list[tuple[str, str]]) -> str:
 def _rows_differ(con: duckdb.DuckDBPyConnection, select: str) -> tuple[int, int]:
     # Table names are ours (x_<n>); the select list comes from the files' catalogs.
     counts = [
-        con.execute(f"select count(*) from (select {select} from {x} except all select {select} from {y})").fetchone()  # noqa: S608, E501
+        con.execute(
+            f"select count(*) from (select {select} from {x} except all select {select} from {y})"  # noqa: S608
+        ).fetchone()
         for x, y in (("before", "after"), ("after", "before"))
     ]
     return (counts[0] or (0,))[0], (counts[1] or (0,))[0]
@@ -41,7 +46,7 @@ def _rows_differ(con: duckdb.DuckDBPyConnection, select: str) -> tuple[int, int]
 def _compare(con: duckdb.DuckDBPyConnection, view: str, columns: list[tuple[str, str]]) -> str:
     # Each view evaluated once per build, so both comparisons see the same rows.
     for db, table in (("a", "before"), ("b", "after")):
-        con.execute(f'create or replace temp table {table} as from {db}."{view}"')  # noqa: S608
+        con.execute(f'create or replace temp table {table} as from {db}."{view}"')
     everything = ", ".join(f'"{name}"' for name, _ in columns)
     missing, extra = _rows_differ(con, everything)
     if not missing and not extra:

@@ -9,14 +9,8 @@ with scored as (
         defect_id,
         any_value(cwe) as cwe,
         env_type,
-        count(*) as runs,
         count(distinct agent) as agents,
-        count(*) filter (where status = 'grader_error') as grader_errors,
-        count(*) filter (where status = 'scored') as scored_runs,
-        mean_score_runs(status, score) as mean_score_runs,
-        score_sd_runs(status, score) as score_sd_runs,
-        pass_rate_runs(status, passed) as pass_rate_runs,
-        pass_n_runs(status, passed) as pass_n_runs
+        unnest(run_aggregates(status, score, passed))
     from task_runs
     where defect_id is not null
     group by defect_id, env_type
@@ -29,18 +23,10 @@ select
     agents,
     grader_errors,
     scored_runs,
-    mean_score_runs as mean_score,
-    score_sd_runs / sqrt(scored_runs) as score_se,
-    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as score_ci_low,
-    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as score_ci_high,
-    pass_rate_runs as pass_rate,
-    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_ci_low,
-    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_ci_high,
-    mean_score_runs,
-    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_low,
-    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_high,
-    'normal_over_runs' as mean_score_runs_ci_method,
-    pass_rate_runs,
-    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_low,
-    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_high
+    unnest(contract_metrics(
+        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
+    )),
+    unnest(run_level_metrics(
+        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
+    ))
 from scored
