@@ -168,7 +168,7 @@ def _model(path: Path, known: Collection[str]) -> Model:
     unknown = sorted(set(_READ.findall(code)) - ctes - set(known))
     if unknown:
         raise WarehouseError(
-            f"view {path.stem} ({path.relative_to(SQL_DIR)}) reads {', '.join(unknown)}: "
+            f"view {path.stem} ({path}) reads {', '.join(unknown)}: "
             "neither a view nor a staging table"
         )
     reads = {word for word in _WORD.findall(code) if word in known} - ctes - {path.stem}
