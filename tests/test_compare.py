@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -22,13 +21,13 @@ from pipeline.compare import (
     version_history,
 )
 from pipeline.lake import InputError
+from pipeline.warehouse import create_views
 
 try:
     from tests.test_compare_sim import empty_metadata, simulate
 except ImportError:  # pytest's rootdir-less import mode puts tests/ itself on sys.path
     from test_compare_sim import empty_metadata, simulate  # type: ignore[no-redef]
 
-REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
@@ -514,8 +513,7 @@ def _version_history_view(runs: pl.DataFrame) -> pl.DataFrame:
     con = duckdb.connect()
     try:
         con.register("task_runs", runs)
-        for name in ("03_macros", "12_stg_problem_outcomes", "50_version_history"):
-            con.execute((REPO / "pipeline" / "sql" / f"{name}.sql").read_text())
+        create_views(con, ["version_history"], given=["task_runs"])
         frame = con.sql("select * from version_history order by agent, version_index").pl()
         assert isinstance(frame, pl.DataFrame)
         return frame

@@ -1,4 +1,4 @@
-"""The surface views (sql/30–34) over a tiny lake written the way the pipeline writes it."""
+"""The surface views (sql/marts/) over a tiny lake written the way the pipeline writes it."""
 
 from __future__ import annotations
 

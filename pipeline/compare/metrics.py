@@ -12,7 +12,7 @@
   clustered interval of Miller 2024); ``pass_rate_problems`` the share of
   problems that pass, with a Wilson interval.
 
-The warehouse views compute the same with the macros of ``sql/03_macros.sql``
+The warehouse views compute the same with the macros of ``sql/macros/metrics.sql``
 and the view ``stg_problem_outcomes``; a test checks they agree.
 """
 

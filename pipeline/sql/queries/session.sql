@@ -32,3 +32,37 @@ create or replace temp macro rfc3339_instant(text) as case
     when substr(text, 18, 2) = '60' then rfc3339_in_range(rfc3339_leap(text))
     else rfc3339_in_range(try_cast(upper(text) as timestamptz))
 end;
+
+-- json_nodes(roots): every node of JSON documents, walked one level at a time, each node's
+-- children unnested from its own text. json_tree carries the whole document on every node,
+-- so a list of 100k items would cost 100k copies of it; here each level holds a document's
+-- text at most once, and nesting is bounded by the reader's depth limit.
+-- roots: a relation (row_nr, node_type, node): each document as JSON and its json_type.
+-- Output: row_nr, fullkey (the path as json_tree writes it: a key that is not a plain
+-- identifier quoted, a."b.c"; list items as [i]), node_type (its json_type), node (JSON).
+create or replace temp macro json_nodes(roots) as table
+with recursive nodes (row_nr, fullkey, node_type, node) as (
+    select row_nr, '$', node_type, node
+    from query_table(roots)
+    union all
+    select
+        row_nr,
+        fullkey || unnest(
+            case
+                when node_type = 'OBJECT' then list_transform(
+                    json_keys(node),
+                    lambda k: case
+                        when regexp_full_match(k, '[A-Za-z][A-Za-z0-9_]*') then '.' || k
+                        else '."' || replace(replace(k, '\', '\\'), '"', '\"') || '"'
+                    end
+                )
+                else list_transform(range(json_array_length(node)::bigint), lambda i: '[' || i || ']')
+            end
+        ),
+        json_type(unnest(list_concat(json_extract(node, '$.*'), json_extract(node, '$[*]')))),
+        unnest(list_concat(json_extract(node, '$.*'), json_extract(node, '$[*]')))
+    from nodes
+    where node_type in ('OBJECT', 'ARRAY')
+)
+select row_nr, fullkey, node_type, node
+from nodes;

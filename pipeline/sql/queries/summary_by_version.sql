@@ -1,5 +1,5 @@
 -- The closing summary of `make run`: runs, mean score and pass rate by agent and version,
--- both over scored runs (the run-level metrics of 03_macros.sql).
+-- both over scored runs (the run-level metrics of macros/metrics.sql).
 select
     agent,
     agent_version,

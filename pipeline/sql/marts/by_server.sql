@@ -1,24 +1,14 @@
 -- by_server: one row per MCP server (server.name, else server.fingerprint): its latest
 -- version's grade and how each dimension moved since the previous version. Versions are
--- ordered by generated_at (the latest report of each version stands for it; ties broken by
--- batch_id, then run_id; a null server_version is one version). Columns: server,
+-- ordered by generated_at (the latest report of each version stands for it, as
+-- stg_surface_reports ranks them; a null server_version is one version). Columns: server,
 -- server_version, run_id, generated_at, versions, reports, overall, overall_display,
 -- nothing_measured, letter, the five dimensions, previous_version, previous_run_id,
 -- previous_generated_at, previous_overall, previous_overall_display, previous_letter,
 -- overall_delta and <dimension>_delta (latest minus previous, unrounded; null when either
 -- side is null or there is no previous version), rubric_id.
 create or replace view by_server as
-with per_version as (
-    select
-        *,
-        row_number() over (
-            partition by server, server_version
-            order by generated_at desc nulls last, batch_id desc, run_id desc
-        ) as version_rank,
-        count(*) over (partition by server) as reports
-    from surface_runs
-),
-versions as (
+with versions as (
     select
         *,
         row_number() over latest_first as recency,
@@ -34,7 +24,7 @@ versions as (
         lead(surface_redundancy) over latest_first as previous_surface_redundancy,
         lead(schema_hygiene) over latest_first as previous_schema_hygiene,
         lead(description_quality) over latest_first as previous_description_quality
-    from per_version
+    from stg_surface_reports
     where version_rank = 1
     window latest_first as (
         partition by server

@@ -1,5 +1,5 @@
 -- by_agent: per (agent, agent_version, env_type): runs, grader errors (counted apart, never
--- in a mean), and the metrics of 03_macros.sql at both levels:
+-- in a mean), and the metrics of macros/metrics.sql at both levels:
 --   mean_score_runs, pass_rate_runs          over scored runs
 --   mean_score_problems, pass_rate_problems  over problems (trials averaged; a problem
 --                                            passes on a majority of its trials)
@@ -12,13 +12,7 @@ with run_level as (
         agent,
         agent_version,
         env_type,
-        count(*) as runs,
-        count(*) filter (where status = 'grader_error') as grader_errors,
-        count(*) filter (where status = 'scored') as scored_runs,
-        mean_score_runs(status, score) as mean_score_runs,
-        score_sd_runs(status, score) as score_sd_runs,
-        pass_rate_runs(status, passed) as pass_rate_runs,
-        pass_n_runs(status, passed) as pass_n_runs,
+        unnest(run_aggregates(status, score, passed)),
         avg(cost_usd) as mean_cost_usd
     from task_runs
     group by agent, agent_version, env_type
@@ -56,26 +50,14 @@ select
     grader_errors,
     scored_runs,
     problems,
-    mean_score_runs as mean_score,
-    score_sd_runs / sqrt(scored_runs) as score_se,
-    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as score_ci_low,
-    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as score_ci_high,
-    pass_rate_runs as pass_rate,
-    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_ci_low,
-    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_ci_high,
-    mean_score_runs,
-    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_low,
-    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_high,
-    'normal_over_runs' as mean_score_runs_ci_method,
-    pass_rate_runs,
-    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_low,
-    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_high,
-    mean_score_problems,
-    t_ci_low(mean_score_problems, score_sd_problems, problems) as mean_score_problems_ci_low,
-    t_ci_high(mean_score_problems, score_sd_problems, problems) as mean_score_problems_ci_high,
-    't_over_problems' as mean_score_problems_ci_method,
-    pass_rate_problems,
-    wilson_low(pass_rate_problems, problems) as pass_rate_problems_ci_low,
-    wilson_high(pass_rate_problems, problems) as pass_rate_problems_ci_high,
+    unnest(contract_metrics(
+        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
+    )),
+    unnest(run_level_metrics(
+        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
+    )),
+    unnest(problem_level_metrics(
+        mean_score_problems, score_sd_problems, problems, pass_rate_problems
+    )),
     mean_cost_usd
 from joined

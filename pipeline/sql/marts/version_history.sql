@@ -1,8 +1,8 @@
 -- version_history: every version of every agent in order of its first graded run, with
--- the metrics of 03_macros.sql over all its env types: mean_score_problems (95% t interval
+-- the metrics of macros/metrics.sql over all its env types: mean_score_problems (95% t interval
 -- over problems, clustered as in Miller 2024) and pass_rate_problems (95% Wilson), and the
 -- run-level mean_score_runs (normal) and pass_rate_runs (Wilson); grader errors excluded
--- and counted. `python -m pipeline history` shows the same numbers (pipeline/metrics.py).
+-- and counted. `python -m pipeline history` shows the same numbers (pipeline/compare/metrics.py).
 --
 -- The step here is UNPAIRED and approximate (difference of mean_score_problems, normal
 -- interval from both standard errors): good for scanning. The paired steps, per env type
@@ -13,13 +13,7 @@ with run_level as (
         agent,
         agent_version,
         min(graded_at) as first_graded_at,
-        count(*) as runs,
-        count(*) filter (where status = 'grader_error') as grader_errors,
-        count(*) filter (where status = 'scored') as scored_runs,
-        mean_score_runs(status, score) as mean_score_runs,
-        score_sd_runs(status, score) as score_sd_runs,
-        pass_rate_runs(status, passed) as pass_rate_runs,
-        pass_n_runs(status, passed) as pass_n_runs
+        unnest(run_aggregates(status, score, passed))
     from task_runs
     group by agent, agent_version
 ),
@@ -61,7 +55,14 @@ stepped as (
         *,
         mean_score_problems - previous_mean_score as step_delta,
         z95() * sqrt(score_se * score_se + previous_score_se * previous_score_se) as step_half
-    from ordered
+    from ordered),
+measured as (
+    select
+        *,
+        problem_level_metrics(
+            mean_score_problems, score_sd_problems, problems, pass_rate_problems
+        ) as by_problem
+    from stepped
 )
 select
     agent,
@@ -74,19 +75,15 @@ select
     problems,
     mean_score_problems,
     score_se,
-    t_ci_low(mean_score_problems, score_sd_problems, problems) as mean_score_problems_ci_low,
-    t_ci_high(mean_score_problems, score_sd_problems, problems) as mean_score_problems_ci_high,
-    't_over_problems' as mean_score_problems_ci_method,
+    by_problem.mean_score_problems_ci_low,
+    by_problem.mean_score_problems_ci_high,
+    by_problem.mean_score_problems_ci_method,
     pass_rate_problems,
-    wilson_low(pass_rate_problems, problems) as pass_rate_problems_ci_low,
-    wilson_high(pass_rate_problems, problems) as pass_rate_problems_ci_high,
-    mean_score_runs,
-    normal_ci_low(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_low,
-    normal_ci_high(mean_score_runs, score_sd_runs, scored_runs) as mean_score_runs_ci_high,
-    'normal_over_runs' as mean_score_runs_ci_method,
-    pass_rate_runs,
-    wilson_low(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_low,
-    wilson_high(pass_rate_runs, pass_n_runs) as pass_rate_runs_ci_high,
+    by_problem.pass_rate_problems_ci_low,
+    by_problem.pass_rate_problems_ci_high,
+    unnest(run_level_metrics(
+        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
+    )),
     previous_version,
     step_delta,
     step_delta - step_half as step_ci_low,
@@ -98,4 +95,4 @@ select
         when step_delta - step_half > 0 then 'improvement'
         else 'no_change'
     end as step_verdict_approx
-from stepped
+from measured

@@ -1,17 +1,8 @@
 -- surface_versions: one row per version of an MCP server, the report that stands for it (its
--- latest, as in by_server: generated_at, then batch_id, then run_id) and the version's place
+-- latest, as stg_surface_reports ranks them) and the version's place
 -- in the server's history (version_order 1 = oldest). A null server_version is one version,
 -- named 'unversioned' in version_label (as in a run_id made for such a report).
 create or replace view surface_versions as
-with ranked as (
-    select
-        *,
-        row_number() over (
-            partition by server, server_version
-            order by generated_at desc nulls last, batch_id desc, run_id desc
-        ) as version_rank
-    from surface_runs
-)
 select
     server,
     server_version,
@@ -35,5 +26,5 @@ select
     surface_redundancy_display,
     schema_hygiene_display,
     description_quality_display
-from ranked
+from stg_surface_reports
 where version_rank = 1

@@ -6,6 +6,8 @@
 -- sum is then a lower bound). cost_per_solved and tokens_per_solved are null when
 -- nothing was solved.
 create or replace view cost_per_solved as
+-- Float sums are ordered: a parallel aggregate's row order varies, and a sum in another
+-- order differs in the last bit from one query to the next.
 with problems as (
     select
         agent,
@@ -15,8 +17,8 @@ with problems as (
         count(*) as runs,
         count(*) filter (where status = 'grader_error') as grader_errors,
         count(*) filter (where status = 'scored' and cost_usd is null) as runs_without_cost,
-        sum(cost_usd) filter (where status = 'scored') as cost_usd,
-        sum(tokens) filter (where status = 'scored') as tokens,
+        sum(cost_usd order by run_id) filter (where status = 'scored') as cost_usd,
+        sum(tokens order by run_id) filter (where status = 'scored') as tokens,
         bool_or(passed) as solved
     from task_runs
     group by agent, agent_version, env_type, problem_id
@@ -30,9 +32,11 @@ select
     count(*) as problems,
     count(*) filter (where solved) as solved_problems,
     sum(runs_without_cost)::bigint as runs_without_cost,
-    sum(cost_usd) as cost_usd,
-    sum(tokens)::bigint as tokens,
-    sum(cost_usd) / nullif(count(*) filter (where solved), 0) as cost_per_solved,
-    sum(tokens) / nullif(count(*) filter (where solved), 0) as tokens_per_solved
+    sum(cost_usd order by problem_id) as cost_usd,
+    sum(tokens order by problem_id)::bigint as tokens,
+    sum(cost_usd order by problem_id) / nullif(count(*) filter (where solved), 0)
+        as cost_per_solved,
+    sum(tokens order by problem_id) / nullif(count(*) filter (where solved), 0)
+        as tokens_per_solved
 from problems
 group by agent, agent_version, env_type

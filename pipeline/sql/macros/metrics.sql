@@ -1,4 +1,4 @@
--- The one SQL definition of each metric (pipeline/metrics.py is the Python one, used by
+-- The one SQL definition of each metric (pipeline/compare/metrics.py is the Python one, used by
 -- compare and history; a test checks the two agree on the same lake).
 --   run level (*_runs):         over scored runs; grader errors never count
 --   problem level (*_problems): over problems (problem_id, env_type), each the mean of its
@@ -48,3 +48,47 @@ create or replace macro t_ci_low(m, sd, n) as
     case when n >= 2 then m - t975(n - 1) * coalesce(sd, 0) / sqrt(n) end;
 create or replace macro t_ci_high(m, sd, n) as
     case when n >= 2 then m + t975(n - 1) * coalesce(sd, 0) / sqrt(n) end;
+-- The column blocks every per-group view shares, each a struct its view unnests into columns
+-- (in this order), so a metric's name, formula and interval are written here only.
+-- run_aggregates: the run-level aggregates of a group of task_runs rows.
+create or replace macro run_aggregates(status, score, passed) as struct_pack(
+    runs := count(*),
+    grader_errors := count(*) filter (where status = 'grader_error'),
+    scored_runs := count(*) filter (where status = 'scored'),
+    mean_score_runs := mean_score_runs(status, score),
+    score_sd_runs := score_sd_runs(status, score),
+    pass_rate_runs := pass_rate_runs(status, passed),
+    pass_n_runs := pass_n_runs(status, passed)
+);
+-- contract_metrics: the contract's mean_score and pass_rate (the run-level metrics) with
+-- score_se and their 95% intervals (normal; Wilson).
+create or replace macro contract_metrics(m, sd, scored_runs, rate, rate_n) as struct_pack(
+    mean_score := m,
+    score_se := sd / sqrt(scored_runs),
+    score_ci_low := normal_ci_low(m, sd, scored_runs),
+    score_ci_high := normal_ci_high(m, sd, scored_runs),
+    pass_rate := rate,
+    pass_rate_ci_low := wilson_low(rate, rate_n),
+    pass_rate_ci_high := wilson_high(rate, rate_n)
+);
+-- run_level_metrics: mean_score_runs (normal interval) and pass_rate_runs (Wilson).
+create or replace macro run_level_metrics(m, sd, scored_runs, rate, rate_n) as struct_pack(
+    mean_score_runs := m,
+    mean_score_runs_ci_low := normal_ci_low(m, sd, scored_runs),
+    mean_score_runs_ci_high := normal_ci_high(m, sd, scored_runs),
+    mean_score_runs_ci_method := 'normal_over_runs',
+    pass_rate_runs := rate,
+    pass_rate_runs_ci_low := wilson_low(rate, rate_n),
+    pass_rate_runs_ci_high := wilson_high(rate, rate_n)
+);
+-- problem_level_metrics: mean_score_problems (t interval) and pass_rate_problems (Wilson
+-- over the problems).
+create or replace macro problem_level_metrics(m, sd, problems, rate) as struct_pack(
+    mean_score_problems := m,
+    mean_score_problems_ci_low := t_ci_low(m, sd, problems),
+    mean_score_problems_ci_high := t_ci_high(m, sd, problems),
+    mean_score_problems_ci_method := 't_over_problems',
+    pass_rate_problems := rate,
+    pass_rate_problems_ci_low := wilson_low(rate, problems),
+    pass_rate_problems_ci_high := wilson_high(rate, problems)
+);

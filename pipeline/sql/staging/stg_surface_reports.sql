@@ -1,0 +1,14 @@
+-- stg_surface_reports: every surface_runs row with version_rank, its place among the reports
+-- of its version (server, server_version; a null server_version is one version): 1 is the
+-- report that stands for the version, its latest (generated_at, then batch_id, then run_id);
+-- and reports, how many reports its server has. by_server and surface_versions read the
+-- versions from here.
+create or replace view stg_surface_reports as
+select
+    *,
+    row_number() over (
+        partition by server, server_version
+        order by generated_at desc nulls last, batch_id desc, run_id desc
+    ) as version_rank,
+    count(*) over (partition by server) as reports
+from surface_runs
