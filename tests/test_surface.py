@@ -487,7 +487,7 @@ def test_agreement_with_the_report() -> None:
     ],
 )
 def test_letter_from_overall_display(shown: float, letter: str) -> None:
-    bands = DEFAULT.surface["letter_bands"]
+    bands = DEFAULT.surface.letter_bands
     frame = pl.DataFrame({"shown": [shown]}, schema={"shown": pl.Float64})
     assert frame.select(letter_grade(pl.col("shown"), bands)).item() == letter
 

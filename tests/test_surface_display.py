@@ -265,7 +265,7 @@ def test_the_boundary_fixture_holds_letters_a_single_rounding_gets_wrong(
     regraded: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
 ) -> None:
     _, scores, _ = regraded
-    bands = DEFAULT.surface["letter_bands"]
+    bands = DEFAULT.surface.letter_bands
     once = scores.filter(pl.col("overall").is_not_null()).with_columns(
         once=letter_grade(pl.col("overall").round(1), bands)
     )
