@@ -33,6 +33,7 @@ from schemas.surface import (
     SurfaceScore,
 )
 from schemas.tasks import Quarantine
+from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
 OFFLINE = ("static_hygiene", "consolidate")
@@ -88,23 +89,7 @@ def report(
 
 
 def records(*raws: str | dict[str, Any]) -> pl.DataFrame:
-    texts = [r if isinstance(r, str) else json.dumps(r) for r in raws]
-    return pl.DataFrame(
-        {
-            "source": ["reports.jsonl"] * len(texts),
-            "line": list(range(1, len(texts) + 1)),
-            "raw": texts,
-            "content_hash": [str(hash(t)) for t in texts],
-            "batch_id": ["b1"] * len(texts),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    return surface_records(raws)
 
 
 def parse(*raws: str | dict[str, Any]) -> SurfaceBatch:

@@ -29,6 +29,7 @@ from pipeline.rubric import parse_rubric
 from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_surfaces
 from schemas import checked
 from schemas.surface import DIMENSIONS, SurfaceFindingScore, SurfaceRun, SurfaceScore
+from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -144,22 +145,7 @@ def _report(n: int, per_tool: float, tokens: float, smells: list[str]) -> dict[s
 
 
 def _records(texts: list[str], sources: list[str]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "source": sources,
-            "line": [1] * len(texts),
-            "raw": texts,
-            "content_hash": [str(i) for i in range(len(texts))],
-            "batch_id": ["b"] * len(texts),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    return surface_records(texts, sources, batch_id="b")
 
 
 def _grade(texts: list[str], sources: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:

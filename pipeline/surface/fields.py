@@ -67,12 +67,16 @@ class Field:
     max_chars: int | None = None
 
 
-def _kinds(*kinds: str) -> When:
-    return When("kind", kinds)
+def _measured(
+    key: str, expect: Expect, kind: str, required: bool | When = False, name: str = ""
+) -> Field:
+    """``measurement.<key>``, checked on findings of ``kind`` (column prefix ``m_<key>``)."""
+    return Field(name or f"m_{key}", f"measurement.{key}", expect, required, When("kind", (kind,)))
 
 
 # A measured size (tokens, tool count) is required of a surface or phase token_cost finding.
 _SIZED = When("m_scope", ("surface", "phase"))
+_PHASE = When("m_scope", ("phase",))
 
 RUN_FIELDS = (
     Field("run_id", "run_id", Expect.NON_EMPTY, max_chars=RUN_ID_MAX_CHARS),
@@ -109,55 +113,23 @@ FINDING_FIELDS = (
     Field("measurement", "measurement", Expect.OBJECT),
     Field("severity", "severity", Expect.NUMBER),
     Field("confidence", "confidence", Expect.NUMBER),
-    Field("m_scope", "measurement.scope", Expect.STRING, when=_kinds(TOKEN_COST)),
-    Field("m_tokens", "measurement.tokens", Expect.NON_NEGATIVE, _SIZED, _kinds(TOKEN_COST)),
-    Field("m_tool_count", "measurement.tool_count", Expect.COUNT, _SIZED, _kinds(TOKEN_COST)),
-    Field(
-        "m_tokens_per_tool_avg",
-        "measurement.tokens_per_tool_avg",
-        Expect.NON_NEGATIVE,
-        _SIZED,
-        _kinds(TOKEN_COST),
-    ),
-    Field("m_share", "measurement.share", Expect.NUMBER, when=_kinds(TOKEN_COST)),
-    Field(
-        "m_phase",
-        "measurement.phase",
-        Expect.NON_EMPTY,
-        required=When("m_scope", ("phase",)),
-        when=_kinds(TOKEN_COST),
-    ),
-    Field("m_worst_phase", "measurement.worst_phase", Expect.STRING, when=_kinds(TOKEN_COST)),
-    Field("m_smell", "measurement.smell", Expect.STRING, when=_kinds("schema_smell")),
-    Field(
-        "m_tokens_saved_est",
-        "measurement.tokens_saved_est",
-        Expect.NUMBER,
-        when=_kinds("merge_candidate"),
-    ),
-    Field("m_wide_union", "measurement.wide_union", Expect.BOOL, when=_kinds("merge_candidate")),
-    Field(
-        "m_mixes_read_write",
-        "measurement.mixes_read_write",
-        Expect.BOOL,
-        when=_kinds("merge_candidate"),
-    ),
-    Field("m_pass_rate", "measurement.pass_rate", Expect.NUMBER, when=_kinds("selection_error")),
-    Field("m_mode", "measurement.mode", Expect.STRING, when=_kinds("selection_error")),
-    Field("m_fire_rate", "measurement.fire_rate", Expect.NUMBER, when=_kinds("distraction")),
-    Field(
-        "m_tokens_est",
-        "measurement.tokens_est",
-        Expect.NON_NEGATIVE,
-        when=_kinds("hidden_injector"),
-    ),
-    Field("m_injector_kind", "measurement.kind", Expect.STRING, when=_kinds("hidden_injector")),
-    Field(
-        "m_recommend_jit",
-        "measurement.recommend_jit",
-        Expect.BOOL,
-        when=_kinds("jit_candidate"),
-    ),
+    _measured("scope", Expect.STRING, TOKEN_COST),
+    _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
+    _measured("tool_count", Expect.COUNT, TOKEN_COST, _SIZED),
+    _measured("tokens_per_tool_avg", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
+    _measured("share", Expect.NUMBER, TOKEN_COST),
+    _measured("phase", Expect.NON_EMPTY, TOKEN_COST, _PHASE),
+    _measured("worst_phase", Expect.STRING, TOKEN_COST),
+    _measured("smell", Expect.STRING, "schema_smell"),
+    _measured("tokens_saved_est", Expect.NUMBER, "merge_candidate"),
+    _measured("wide_union", Expect.BOOL, "merge_candidate"),
+    _measured("mixes_read_write", Expect.BOOL, "merge_candidate"),
+    _measured("pass_rate", Expect.NUMBER, "selection_error"),
+    _measured("mode", Expect.STRING, "selection_error"),
+    _measured("fire_rate", Expect.NUMBER, "distraction"),
+    _measured("tokens_est", Expect.NON_NEGATIVE, "hidden_injector"),
+    _measured("kind", Expect.STRING, "hidden_injector", name="m_injector_kind"),
+    _measured("recommend_jit", Expect.BOOL, "jit_candidate"),
 )
 
 # Where the parse SQL (sql/ingest/surface_*.sql) takes the generated columns.
