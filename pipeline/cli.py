@@ -348,7 +348,7 @@ def surface_diff(
     ] = None,
 ) -> None:
     """Findings new, resolved, worse or better between two versions of an MCP server."""
-    from pipeline import surface_diff as sd
+    from pipeline.surface import diff as sd
 
     try:
         code = sd.run_surface_diff(

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.surface.rubric import SURFACE_DEFAULTS, SurfaceRubric
+
 DEFAULT_RUBRIC: dict[str, Any] = {
     "task": {
         "minimization_multiple": 3.0,
@@ -52,70 +54,7 @@ DEFAULT_RUBRIC: dict[str, Any] = {
         },
         "audit": {"weights": {"audit": 1.0}},
     },
-    "surface": {
-        "weights": {
-            "context_efficiency": 30.0,
-            "selection_robustness": 25.0,
-            "surface_redundancy": 15.0,
-            "schema_hygiene": 15.0,
-            "description_quality": 15.0,
-        },
-        # Seed 002, "lerp(value, good, bad)": the anchors of each lerp.
-        "tokens_per_tool_good": 150.0,
-        "tokens_per_tool_bad": 600.0,
-        "surface_tokens_good": 1500.0,
-        "surface_tokens_bad": 12000.0,
-        "per_tool_share": 0.6,
-        "surface_share": 0.4,
-        "injector_tokens_scale": 2000.0,
-        "injector_points": 10.0,
-        "token_share_multiplier": 3.0,
-        "smell_severity": {
-            "missing_description": 0.9,
-            "tiny_description": 0.7,
-            "vague_description": 0.45,
-            "short_description": 0.4,
-            "deep_nesting": 0.6,
-            "enum_bloat": 0.55,
-            "wide_schema": 0.5,
-        },
-        "other_smell_severity": 0.4,
-        "description_smells": [
-            "missing_description",
-            "tiny_description",
-            "vague_description",
-            "short_description",
-        ],
-        "merge_base": 0.4,
-        "merge_saved_scale": 800.0,
-        "merge_saved_points": 0.4,
-        "merge_wide_union_factor": 0.7,
-        "merge_mixes_read_write_factor": 0.6,
-        "duplicate_severity": 0.6,
-        "hidden_injector_scale": 1000.0,
-        "resource_candidate_severity": 0.3,
-        "jit_recommended_severity": 0.5,
-        "jit_not_recommended_severity": 0.1,
-        "redundancy_scale": 4.0,
-        "proxy_points": 60.0,
-        "distraction_scale": 2.0,
-        "distraction_points": 40.0,
-        "agreement_tolerance": 0.1,
-        "letter_bands": {
-            "A+": 97.0,
-            "A": 93.0,
-            "A-": 90.0,
-            "B+": 87.0,
-            "B": 83.0,
-            "B-": 80.0,
-            "C+": 77.0,
-            "C": 73.0,
-            "C-": 70.0,
-            "D+": 67.0,
-            "D": 63.0,
-            "D-": 60.0,
-        },
-    },
+    "surface": SURFACE_DEFAULTS,
 }
 
 # Keys whose value is a free-form name -> number table: any name may appear.
@@ -155,19 +94,18 @@ class TaskRubric:
 class Rubric:
     rubric_id: str
     task: TaskRubric
-    surface: Mapping[str, Any]
+    surface: SurfaceRubric
     # The merged rubric as plain data, for lineage: what exactly scored a run.
     resolved: Mapping[str, Any]
 
     @property
     def surface_weights(self) -> Mapping[str, float]:
-        weights: Mapping[str, float] = self.surface["weights"]
-        return weights
+        return self.surface.weights
 
     @property
     def is_default_surface(self) -> bool:
         """mcp-xray's own grade can only be checked under its own constants."""
-        return bool(dict(self.surface) == DEFAULT_RUBRIC["surface"])
+        return self.surface.is_default
 
 
 def _fail(key: str, value: Any, why: str) -> RubricError:
@@ -346,7 +284,7 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
             penalty_scale=task["penalty_scale"],
             envs=envs,
         ),
-        surface=resolved["surface"],
+        surface=SurfaceRubric.from_table(resolved["surface"]),
         resolved=resolved,
     )
 

@@ -33,6 +33,7 @@ from schemas.surface import (
     SurfaceScore,
 )
 from schemas.tasks import Quarantine
+from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
 OFFLINE = ("static_hygiene", "consolidate")
@@ -88,23 +89,7 @@ def report(
 
 
 def records(*raws: str | dict[str, Any]) -> pl.DataFrame:
-    texts = [r if isinstance(r, str) else json.dumps(r) for r in raws]
-    return pl.DataFrame(
-        {
-            "source": ["reports.jsonl"] * len(texts),
-            "line": list(range(1, len(texts) + 1)),
-            "raw": texts,
-            "content_hash": [str(hash(t)) for t in texts],
-            "batch_id": ["b1"] * len(texts),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    return surface_records(raws)
 
 
 def parse(*raws: str | dict[str, Any]) -> SurfaceBatch:
@@ -487,7 +472,7 @@ def test_agreement_with_the_report() -> None:
     ],
 )
 def test_letter_from_overall_display(shown: float, letter: str) -> None:
-    bands = DEFAULT.surface["letter_bands"]
+    bands = DEFAULT.surface.letter_bands
     frame = pl.DataFrame({"shown": [shown]}, schema={"shown": pl.Float64})
     assert frame.select(letter_grade(pl.col("shown"), bands)).item() == letter
 

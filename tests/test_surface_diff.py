@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.surface_diff import parse_severity
+from pipeline.surface.diff import parse_severity
 from pipeline.warehouse import connect_read_only
 
 runner = CliRunner()

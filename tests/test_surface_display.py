@@ -29,6 +29,7 @@ from pipeline.rubric import parse_rubric
 from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_surfaces
 from schemas import checked
 from schemas.surface import DIMENSIONS, SurfaceFindingScore, SurfaceRun, SurfaceScore
+from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -144,22 +145,7 @@ def _report(n: int, per_tool: float, tokens: float, smells: list[str]) -> dict[s
 
 
 def _records(texts: list[str], sources: list[str]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "source": sources,
-            "line": [1] * len(texts),
-            "raw": texts,
-            "content_hash": [str(i) for i in range(len(texts))],
-            "batch_id": ["b"] * len(texts),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    return surface_records(texts, sources, batch_id="b")
 
 
 def _grade(texts: list[str], sources: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -265,7 +251,7 @@ def test_the_boundary_fixture_holds_letters_a_single_rounding_gets_wrong(
     regraded: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
 ) -> None:
     _, scores, _ = regraded
-    bands = DEFAULT.surface["letter_bands"]
+    bands = DEFAULT.surface.letter_bands
     once = scores.filter(pl.col("overall").is_not_null()).with_columns(
         once=letter_grade(pl.col("overall").round(1), bands)
     )

@@ -20,6 +20,7 @@ from schemas.surface import (
     SurfaceScore,
 )
 from tests.paths import REAL_REPORTS as REPORTS
+from tests.surface_records import surface_records
 
 FILES = sorted(REPORTS.glob("*.json"))
 
@@ -33,22 +34,7 @@ def test_every_real_report_is_in_the_repository() -> None:
 @pytest.fixture(scope="module")
 def graded() -> tuple[pl.DataFrame, SurfaceScoring]:
     texts = [path.read_text(encoding="utf-8") for path in FILES]
-    records = pl.DataFrame(
-        {
-            "source": [str(path) for path in FILES],
-            "line": [1] * len(FILES),
-            "raw": texts,
-            "content_hash": [str(i) for i in range(len(FILES))],
-            "batch_id": ["real"] * len(FILES),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    records = surface_records(texts, [str(path) for path in FILES], batch_id="real")
     batch = parse_reports(records)
     assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
     runs = checked(SurfaceRun, batch.runs)

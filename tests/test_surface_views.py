@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import polars as pl
 import pytest
 
 from pipeline.lake import score_dir, table_dir, write_parquet_atomic
@@ -23,6 +22,7 @@ from schemas.surface import (
     SurfaceRun,
     SurfaceScore,
 )
+from tests.surface_records import surface_records
 
 
 def _surface(tokens: float, tools: int, per_tool: float, **extra: Any) -> dict[str, Any]:
@@ -99,22 +99,7 @@ REPORTS = [
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     lake: Path = tmp_path_factory.mktemp("lake")
     rubric = parse_rubric({})
-    records = pl.DataFrame(
-        {
-            "source": ["r.jsonl"] * len(REPORTS),
-            "line": list(range(1, len(REPORTS) + 1)),
-            "raw": REPORTS,
-            "content_hash": [str(i) for i in range(len(REPORTS))],
-            "batch_id": ["b1"] * len(REPORTS),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    records = surface_records(REPORTS)
     batch = parse_reports(records)
     assert batch.quarantine.is_empty()
     scoring = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), rubric)

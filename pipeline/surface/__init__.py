@@ -1,0 +1,48 @@
+"""Surface grades: mcp-xray reports parsed, validated, regraded, and diffed by version.
+
+The stages: ``parse`` (report JSON to landed tables, checked by ``validate`` against the
+``fields`` list), ``score`` (severities, dimensions, overall and letter under the typed
+``rubric``), ``diff`` (what changed between two versions of a server, from the warehouse).
+
+Names load on first use: ``pipeline.rubric`` imports ``surface.rubric`` on the way to
+``pipeline --help``, which must not load the data stack this package's other modules need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.surface.diff import DiffUsageError, SurfaceDiff, fetch_diff, run_surface_diff
+    from pipeline.surface.dimensions import letter_grade, ordered_sum
+    from pipeline.surface.parse import SurfaceBatch, parse_reports
+    from pipeline.surface.rubric import SurfaceRubric
+    from pipeline.surface.score import SurfaceScoring, score_surfaces
+    from pipeline.surface.severity import finding_severity
+
+__all__ = [
+    "DiffUsageError",
+    "SurfaceBatch",
+    "SurfaceDiff",
+    "SurfaceRubric",
+    "SurfaceScoring",
+    "fetch_diff",
+    "finding_severity",
+    "letter_grade",
+    "ordered_sum",
+    "parse_reports",
+    "run_surface_diff",
+    "score_surfaces",
+]
+# The modules searched, in order, for a name of __all__.
+_MODULES = ("parse", "score", "severity", "dimensions", "rubric", "diff")
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        for module in _MODULES:
+            loaded = importlib.import_module(f"{__name__}.{module}")
+            if hasattr(loaded, name):
+                return getattr(loaded, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

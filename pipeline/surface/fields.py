@@ -1,0 +1,208 @@
+"""The fields of an mcp-xray report that the pipeline reads, declared once (CONTRACT 3).
+
+Each ``Field`` names its JSON path, what it must hold and when it is required or checked.
+From this list come the columns the parse SQL extracts (``select_list``: ``<name>_t``, the
+JSON type, and ``<name>_v``, the text) and the rules ``validate.py`` applies, so a new
+field or limit is one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import polars as pl
+
+from pipeline.validate import RUN_ID_MAX_CHARS
+
+# The JSON types DuckDB's json_type gives a number.
+NUMERIC_TYPES = ("UBIGINT", "BIGINT", "HUGEINT", "UHUGEINT", "DOUBLE")
+# The column prefix of a whole finding (findings SQL): every finding field lies below it.
+FINDING = "finding"
+# The finding kind whose measurement describes the surface's size (CONTRACT 3 and 5).
+TOKEN_COST = "token_cost"
+
+
+class Expect(Enum):
+    """What a field must hold; the value is the phrase a reason uses."""
+
+    STRING = "a string"
+    NON_EMPTY = "a non-empty string"
+    NUMBER = "a finite number"
+    NON_NEGATIVE = "a finite number >= 0"
+    COUNT = "a whole number >= 0"
+    BOOL = "true or false"
+    OBJECT = "an object"
+    ARRAY = "a list"
+    STRINGS = "a list of strings"
+    TARGET = "a tool name or a list of tool names"
+
+
+# Expectations met by a list of strings: the SQL extracts its items' types and texts too.
+LISTED = (Expect.STRINGS, Expect.TARGET)
+
+
+@dataclass(frozen=True)
+class When:
+    """Holds where the string field ``name`` is one of ``values``."""
+
+    name: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field: ``name`` is its column prefix in the SQL output, ``path`` its JSON path.
+
+    A field is checked only where each field above it on its path is an object and
+    ``when`` holds. ``expect`` None: read, but checked by a rule of its own.
+    """
+
+    name: str
+    path: str
+    expect: Expect | None
+    required: bool | When = False
+    when: When | None = None
+    max_chars: int | None = None
+
+
+def _measured(
+    key: str, expect: Expect, kind: str, required: bool | When = False, name: str = ""
+) -> Field:
+    """``measurement.<key>``, checked on findings of ``kind`` (column prefix ``m_<key>``)."""
+    return Field(name or f"m_{key}", f"measurement.{key}", expect, required, When("kind", (kind,)))
+
+
+# A measured size (tokens, tool count) is required of a surface or phase token_cost finding.
+_SIZED = When("m_scope", ("surface", "phase"))
+_PHASE = When("m_scope", ("phase",))
+
+RUN_FIELDS = (
+    Field("run_id", "run_id", Expect.NON_EMPTY, max_chars=RUN_ID_MAX_CHARS),
+    Field("server", "server", Expect.OBJECT, required=True),
+    # CONTRACT 3: name and version may be null (a bare tool dump); the server key then
+    # falls back to the fingerprint (validate.server_key_problem).
+    Field("server_name", "server.name", Expect.NON_EMPTY),
+    Field("server_version", "server.version", Expect.NON_EMPTY),
+    Field("server_fingerprint", "server.fingerprint", Expect.STRING),
+    Field("server_tool_count", "server.tool_count", Expect.COUNT),
+    Field("findings", "findings", Expect.ARRAY, required=True),
+    Field("coverage", "coverage", Expect.OBJECT),
+    Field("coverage_ran", "coverage.ran", Expect.STRINGS),
+    Field("grade", "grade", Expect.OBJECT),
+    Field("grade_overall", "grade.overall", Expect.NUMBER),
+    Field("grade_letter", "grade.letter", Expect.STRING),
+    Field("grade_subscores", "grade.subscores", Expect.OBJECT),
+    Field("headline", "headline", Expect.OBJECT),
+    Field("headline_phased", "headline.phased", Expect.BOOL),
+    Field("headline_worst_phase", "headline.worst_phase", Expect.STRING),
+    Field("headline_phase_tokens", "headline.phase_tokens", Expect.OBJECT),
+    # RFC 3339 with an offset, at the top (as mcp-xray writes it) or, per CONTRACT 3,
+    # beside the server fields (validate.generated_at_problem).
+    Field("generated_at", "generated_at", None),
+    Field("server_generated_at", "server.generated_at", None),
+)
+
+# Which finding kinds read which measurement key (the formulas of CONTRACT 3 and 5). A key
+# is checked only on the kinds that use it: elsewhere it is informational.
+FINDING_FIELDS = (
+    Field("probe", "probe", Expect.STRING),
+    Field("kind", "kind", Expect.NON_EMPTY, required=True),
+    Field("target", "target", Expect.TARGET),
+    Field("measurement", "measurement", Expect.OBJECT),
+    Field("severity", "severity", Expect.NUMBER),
+    Field("confidence", "confidence", Expect.NUMBER),
+    _measured("scope", Expect.STRING, TOKEN_COST),
+    _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
+    _measured("tool_count", Expect.COUNT, TOKEN_COST, _SIZED),
+    _measured("tokens_per_tool_avg", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
+    _measured("share", Expect.NUMBER, TOKEN_COST),
+    _measured("phase", Expect.NON_EMPTY, TOKEN_COST, _PHASE),
+    _measured("worst_phase", Expect.STRING, TOKEN_COST),
+    _measured("smell", Expect.STRING, "schema_smell"),
+    _measured("tokens_saved_est", Expect.NUMBER, "merge_candidate"),
+    _measured("wide_union", Expect.BOOL, "merge_candidate"),
+    _measured("mixes_read_write", Expect.BOOL, "merge_candidate"),
+    _measured("pass_rate", Expect.NUMBER, "selection_error"),
+    _measured("mode", Expect.STRING, "selection_error"),
+    _measured("fire_rate", Expect.NUMBER, "distraction"),
+    _measured("tokens_est", Expect.NON_NEGATIVE, "hidden_injector"),
+    _measured("kind", Expect.STRING, "hidden_injector", name="m_injector_kind"),
+    _measured("recommend_jit", Expect.BOOL, "jit_candidate"),
+)
+
+# Where the parse SQL (sql/ingest/surface_*.sql) takes the generated columns.
+FIELDS_MARK = "/* fields */"
+
+
+def select_list(fields: Sequence[Field], source: str) -> str:
+    """The SQL select items of ``fields`` read from the JSON column ``source``: the type
+    and the text of each (and of each item, for a list of strings). Paths are ours."""
+    items = []
+    for f in fields:
+        items += [
+            f"json_type({source}, '$.{f.path}') as {f.name}_t",
+            f"json_extract_string({source}, '$.{f.path}') as {f.name}_v",
+        ]
+        if f.expect in LISTED:
+            items += [
+                f"json_type({source}, '$.{f.path}[*]') as {f.name}_item_types",
+                f"json_extract_string({source}, '$.{f.path}[*]') as {f.name}_items",
+            ]
+    return ",\n    ".join(items)
+
+
+def parents(fields: Sequence[Field], field: Field) -> list[str]:
+    """The names of the declared fields above ``field`` on its path, outermost first."""
+    by_path = {f.path: f.name for f in fields}
+    steps = field.path.split(".")[:-1]
+    above = [".".join(steps[: i + 1]) for i in range(len(steps))]
+    return [by_path[p] for p in above if p in by_path]
+
+
+# ------------------------------------------------------- the columns, read as typed values
+
+
+def type_of(name: str) -> pl.Expr:
+    return pl.col(f"{name}_t")
+
+
+def value_of(name: str) -> pl.Expr:
+    return pl.col(f"{name}_v")
+
+
+def present(name: str) -> pl.Expr:
+    """The key is there and not JSON null (null counts as absent for optional fields)."""
+    return type_of(name).is_not_null() & (type_of(name) != "NULL")
+
+
+def number(name: str) -> pl.Expr:
+    """The value as a finite float when its JSON type is a number, else null."""
+    num = value_of(name).cast(pl.Float64, strict=False)
+    return pl.when(type_of(name).is_in(NUMERIC_TYPES) & num.is_finite()).then(num)
+
+
+def count(name: str) -> pl.Expr:
+    num = number(name)
+    return pl.when(num == num.floor()).then(num).cast(pl.Int64)
+
+
+def text(name: str) -> pl.Expr:
+    return pl.when(type_of(name) == "VARCHAR").then(value_of(name))
+
+
+def boolean(name: str) -> pl.Expr:
+    return pl.when(type_of(name) == "BOOLEAN").then(value_of(name) == "true")
+
+
+def holds(when: When) -> pl.Expr:
+    return text(when.name).is_in(list(when.values))
+
+
+def server_key() -> pl.Expr:
+    """CONTRACT 3: the server key is server.name, else server.fingerprint."""
+    fingerprint = pl.when(value_of("server_fingerprint").str.len_chars() > 0).then(
+        text("server_fingerprint")
+    )
+    return pl.coalesce(text("server_name"), fingerprint)
