@@ -4,10 +4,6 @@ Shaped like inspect_ai's own ``analysis/_dataframe`` entity folders: ``columns``
 which log field becomes which task-grade field, ``extract`` holds the small
 derivations, ``table`` reads a log's samples into task-grade JSON records, the same
 records a ``.jsonl`` file holds, so validation, quarantine, scoring and the views
-stay one path. Only ``table`` imports inspect_ai, and only when a log is read.
+stay one path. Only ``table`` imports inspect_ai, and only when a log is read; this
+package imports nothing heavy (the rubric reads ``columns`` at start-up).
 """
-
-from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
-from pipeline.sources.inspect.table import inspect_frames, is_inspect_log
-
-__all__ = ["InspectMapping", "inspect_frames", "is_inspect_log", "parse_mapping"]
