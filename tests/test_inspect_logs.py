@@ -209,7 +209,10 @@ def test_subscores_equal_inspects_own_and_scores_equal_an_independent_scorer(
     theirs = {
         (sample_id, epoch, eval_id): json.loads(value)
         for sample_id, epoch, eval_id, value in zip(
-            scored["id"], scored["epoch"], scored["eval_id"], scored["score_components"],
+            scored["id"],
+            scored["epoch"],
+            scored["eval_id"],
+            scored["score_components"],
             strict=True,
         )
     }
