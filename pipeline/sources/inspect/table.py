@@ -236,6 +236,10 @@ def inspect_frames(
             if pending:
                 yield _frame(source, next_line, pending), pending_bytes
                 next_line += len(pending)
+            if next_line == 1:
+                # No sample read at all (say, a log without sample ids): the whole log.
+                yield _unreadable(source, 0, f"not a readable Inspect AI log ({_why(exc)})"), 0
+                return
             reason = f"Inspect AI log stopped reading here ({_why(exc)}): the rest is not read"
             yield _unreadable(source, next_line, reason), 0
             return
