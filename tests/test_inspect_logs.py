@@ -433,3 +433,20 @@ def test_the_rubric_mapping_names_env_type_agent_and_version(logs: list[Path]) -
     assert record["agent_version"] == log.eval.model  # the model when no field names one
     assert record["agent"] == "no_model"  # the solver's name when no field names one
     assert record["trial"] == sample.epoch and record["problem_id"] == str(sample.id)
+
+
+@pytest.mark.slow
+def test_run_reads_logs_under_the_rubrics_mapping(logs: list[Path], tmp_path: Path) -> None:
+    """``run --rubric`` hands the rubric's [sources.inspect] to the reader: with the metadata
+    keys renamed away, the task map gives each run its env type."""
+    rubric = tmp_path / "mapped.toml"
+    rubric.write_text(
+        '[sources.inspect]\nenv_type_field = "kind"\nagent_version_field = "release"\n'
+        '[sources.inspect.env_types]\nexploit_t = "detect"\npatch_t = "patch"\n'
+    )
+    first = next(p for p in logs if "exploit-t" in p.name)
+    lake = tmp_path / "lake"
+    done = pipeline("run", first, "--lake", lake, "--rubric", rubric)
+    assert done.returncode == 0, done.stderr + done.stdout
+    rows = _rows(lake, "select distinct env_type, agent, agent_version from task_runs")
+    assert rows == [("detect", AGENT, "mockllm/model")]
