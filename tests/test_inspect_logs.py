@@ -289,6 +289,7 @@ def test_reingest_is_a_no_op_and_a_new_eval_id_is_new_runs(
     held = _rows(lake, "select source, line, reason from quarantine")
     assert [(Path(s).name, line) for s, line, _ in held] == [("broken.eval", 0)]
     assert "not a readable Inspect AI log" in held[0][2]
+    assert pipeline("check", "--lake", lake).returncode == 0
 
 
 @pytest.mark.slow
