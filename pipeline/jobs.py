@@ -458,7 +458,9 @@ def ingest_locked(
     known = evolution.known_names(lake)
     with lk.Transaction(lake) as tx:
         lander = _Lander(lake, tx, sorted(env_rubric.task.envs), batch_id, landed_index(lake))
-        chunks = iter_line_chunks(files, chunk_bytes=chunk_bytes, limits=limits)
+        chunks = iter_line_chunks(
+            files, chunk_bytes=chunk_bytes, limits=limits, inspect=env_rubric.inspect
+        )
         for lines in progress(chunks, "ingesting"):
             lander.land(lines)
         if any(lander.found.values()):

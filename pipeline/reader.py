@@ -18,8 +18,11 @@ from typing import BinaryIO
 import polars as pl
 
 from pipeline.lake import InputError
+from pipeline.sources.inspect.columns import InspectMapping
+from pipeline.sources.inspect.table import inspect_frames, is_inspect_log
 
-INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
+# .eval: Inspect AI logs (a .json file may be one too: told apart by its first bytes).
+INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".eval")
 # Limits on one record, so that a hostile line is quarantined instead of being
 # parsed into memory without bound (json_tree paths grow with depth squared).
 # Each can be set from the environment; a bad value is refused by name.
@@ -513,12 +516,18 @@ def _report_frames(path: Path, limits: ReadLimits) -> Iterator[tuple[pl.DataFram
         yield _numbered(text, source, 1, None if event is None else event.reason), len(carry)
 
 
-def _file_frames(path: Path, limits: ReadLimits) -> Iterator[tuple[pl.DataFrame, int]]:
+def _file_frames(
+    path: Path, limits: ReadLimits, inspect: InspectMapping | None = None
+) -> Iterator[tuple[pl.DataFrame, int]]:
     """Frames of whole numbered lines of one file, each at most chunk_bytes of input.
 
     Each frame comes with the input bytes it holds (line endings included), so
-    the caller can cut chunks on the same measure.
+    the caller can cut chunks on the same measure. An Inspect AI log gives one
+    task-grade record per sample and epoch instead of lines.
     """
+    if is_inspect_log(path):
+        yield from inspect_frames(path, limits, inspect)
+        return
     if path.name.endswith(".json"):
         yield from _report_frames(path, limits)
         return
@@ -593,11 +602,13 @@ def iter_line_chunks(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     chunk_lines: int = DEFAULT_CHUNK_LINES,
     limits: Limits | None = None,
+    inspect: InspectMapping | None = None,
 ) -> Iterator[Lines]:
     """Every line of every file, numbered, in chunks; always at least one chunk.
 
     A chunk holds at most chunk_bytes of input and chunk_lines lines. Limits
-    left as None come from the environment, else the defaults.
+    left as None come from the environment, else the defaults. ``inspect`` is the
+    rubric's ``[sources.inspect]`` mapping for Inspect AI logs.
     """
     resolved = ReadLimits.resolve(limits, chunk_bytes, chunk_lines)
     pending: list[pl.DataFrame] = []
@@ -613,7 +624,7 @@ def iter_line_chunks(
         return Lines(frame=chunk, files=pending_files)
 
     for path in files:
-        for frame, size in _file_frames(path, resolved):
+        for frame, size in _file_frames(path, resolved, inspect):
             # A chunk stays within its bounds: what is pending goes first when
             # this frame would take it over.
             if pending and (

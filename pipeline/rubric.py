@@ -15,11 +15,12 @@ import json
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.surface.rubric import SURFACE_DEFAULTS, SurfaceRubric
+from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 
 DEFAULT_RUBRIC: dict[str, Any] = {
     "task": {
@@ -97,6 +98,8 @@ class Rubric:
     surface: SurfaceRubric
     # The merged rubric as plain data, for lineage: what exactly scored a run.
     resolved: Mapping[str, Any]
+    # [sources.inspect]: how Inspect AI logs name agent, version and env type.
+    inspect: InspectMapping = field(default_factory=InspectMapping)
 
     @property
     def surface_weights(self) -> Mapping[str, float]:
@@ -250,10 +253,30 @@ def _content_id(resolved: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def _sources(given: Any, envs: set[str]) -> InspectMapping | None:
+    """The ``[sources]`` table (only ``[sources.inspect]`` so far), checked; None when absent."""
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise _fail("sources", given, "expected a table")
+    for key, value in given.items():
+        if key != "inspect":
+            raise _fail(f"sources.{key}", value, "unknown key")
+    try:
+        mapping = parse_mapping(given.get("inspect", {}))
+    except ValueError as exc:
+        raise RubricError(str(exc)) from exc
+    for task, env_type in mapping.env_types.items():
+        if env_type not in envs:
+            raise _fail(f"sources.inspect.env_types.{task}", env_type, "not an env type of [task]")
+    return mapping
+
+
 def parse_rubric(data: Mapping[str, Any]) -> Rubric:
     """Merge a parsed rubric document onto the defaults and check it."""
     given = dict(data)
     rubric_id = given.pop("rubric_id", None)
+    sources_given = given.pop("sources", None)
     if rubric_id is not None and (not isinstance(rubric_id, str) or not rubric_id.strip()):
         raise _fail("rubric_id", rubric_id, "expected a non-empty string")
     task_given = given.get("task")
@@ -271,6 +294,10 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
         resolved["task"]["failure_threshold"] = float(threshold)
     _check(resolved)
     task = resolved["task"]
+    inspect = _sources(sources_given, {k for k, v in task.items() if isinstance(v, dict)})
+    if inspect is not None:
+        # Only a rubric that gives [sources] holds it: the default rubric's id is unchanged.
+        resolved["sources"] = {"inspect": inspect.resolved()}
     envs = {
         name: EnvRubric(env_type=name, gate=env.get("gate"), weights=dict(env["weights"]))
         for name, env in task.items()
@@ -286,6 +313,7 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
         ),
         surface=SurfaceRubric.from_table(resolved["surface"]),
         resolved=resolved,
+        inspect=inspect or InspectMapping(),
     )
 
 

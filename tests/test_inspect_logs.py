@@ -1,0 +1,484 @@
+"""Inspect AI eval logs as task grades (issue 17), on genuine logs inspect-ai writes here.
+
+A tiny task whose solver calls no model and whose scorer returns a dict of components
+runs offline under ``mockllm/model``: two tasks (exploit, patch), two epochs, two agent
+versions named in eval metadata, one sample that errors. The landed runs are checked
+against Inspect's own ``samples_df`` and against scores computed here from the
+CONTRACT's default weights.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from pipeline.rubric import RubricError, parse_rubric
+from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
+from pipeline.sources.inspect.extract import (
+    ScoreParts,
+    components,
+    equal_weights,
+    grade_metadata,
+    run_id,
+    to_subscore,
+    usage_totals,
+)
+from pipeline.sources.inspect.table import is_inspect_log
+from tests.clirunner import pipeline
+
+AGENT = "secbot"
+VERSIONS = {"1.0": 0, "2.0": 1}  # agent_version -> the task's `strength` argument
+EPOCHS = 2
+PROBLEMS = 3  # per task, besides the sample that errors
+
+TASKS = textwrap.dedent(
+    """
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import Score, mean, scorer
+    from inspect_ai.solver import solver
+
+
+    @solver
+    def no_model():
+        async def solve(state, generate):
+            if state.sample_id == "ex-boom":
+                raise RuntimeError("sandbox went away")
+            return state
+        return solve
+
+
+    def parts(index, epoch, strength, names):
+        gate = 1.0 if (index + epoch + strength) % 3 else 0.0
+        rest = [((index * 7 + epoch * 3 + strength * (k + 2)) % 11) / 10 for k in range(3)]
+        return dict(zip(names, [gate, *rest]))
+
+
+    @scorer(metrics={"*": [mean()]})
+    def components(names):
+        async def score(state, target):
+            index = int(str(state.sample_id).split("-")[1])
+            strength = state.metadata["strength"]
+            value = parts(index, state.epoch, strength, names)
+            return Score(
+                value=value,
+                explanation=f"{names[0]} {'met' if value[names[0]] else 'missed'}",
+                metadata={names[0]: {"reason": "no crash" if not value[names[0]] else "ok"}},
+            )
+        return score
+
+
+    def samples(prefix, env_type, strength, boom=False):
+        ids = [f"{prefix}-{i}" for i in range(PROBLEMS)] + ([f"{prefix}-boom"] if boom else [])
+        return [
+            Sample(id=i, input="go", target="-", metadata={"env_type": env_type,
+                   "cwe": "CWE-787", "strength": strength})
+            for i in ids
+        ]
+
+
+    EXPLOIT = ["defect_matching", "pov_quality", "summary_quality", "target_calls"]
+    PATCH = ["patch_verified", "number_of_attempts", "size_of_patch", "minimization"]
+
+
+    @task
+    def exploit_t(strength: int = 0):
+        return Task(dataset=samples("ex", "exploit", strength, boom=True),
+                    solver=no_model(), scorer=components(EXPLOIT))
+
+
+    @task
+    def patch_t(strength: int = 0):
+        return Task(dataset=samples("pa", "patch", strength),
+                    solver=no_model(), scorer=components(PATCH))
+    """
+).replace("PROBLEMS", str(PROBLEMS))
+
+# CONTRACT 6's default weights, written out here: the independent scorer.
+DEFAULT_WEIGHTS = {
+    "exploit": {
+        "defect_matching": 0.6,
+        "pov_quality": 0.2,
+        "summary_quality": 0.1,
+        "target_calls": 0.1,
+    },
+    "patch": {
+        "patch_verified": 0.25,
+        "number_of_attempts": 0.25,
+        "size_of_patch": 0.25,
+        "minimization": 0.25,
+    },
+}
+GATES = {"exploit": "defect_matching", "patch": "patch_verified"}
+
+
+def expected_score(env_type: str, parts: dict[str, float]) -> float:
+    """CONTRACT 4 by hand: a failed gate zeroes the rest; weighted sum, clamped."""
+    if parts[GATES[env_type]] <= 0:
+        return 0.0
+    total = sum(DEFAULT_WEIGHTS[env_type][name] * value for name, value in parts.items())
+    return min(1.0, max(0.0, total))
+
+
+def _write_logs(folder: Path) -> list[Path]:
+    import inspect_ai
+
+    (folder / "evals").mkdir()
+    task_file = folder / "evals" / "tasks.py"
+    task_file.write_text(TASKS)
+    logs = folder / "logs"
+    for version, strength in VERSIONS.items():
+        done = inspect_ai.eval(
+            [f"{task_file}@exploit_t", f"{task_file}@patch_t"],
+            task_args={"strength": strength},
+            model="mockllm/model",
+            log_dir=str(logs),
+            epochs=EPOCHS,
+            metadata={"agent": AGENT, "agent_version": version},
+            fail_on_error=False,
+            display="none",
+        )
+        assert all(log.status == "success" for log in done)
+    return sorted(logs.glob("*.eval"))
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    pytest.importorskip("inspect_ai")
+    return _write_logs(tmp_path_factory.mktemp("inspect"))
+
+
+@pytest.fixture(scope="module")
+def lake(logs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lake = tmp_path_factory.mktemp("lake") / "lake"
+    done = pipeline("run", logs[0].parent, "--lake", lake)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return lake
+
+
+def _rows(lake: Path, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def _inspect_samples(logs: list[Path]) -> Any:
+    from inspect_ai.analysis import samples_df
+
+    return samples_df([str(p) for p in logs], quiet=True)
+
+
+def _errored(frame: Any) -> Any:
+    """samples_df's error column: text when the sample errored, empty or null otherwise."""
+    return frame["error"].fillna("").astype(str).str.len() > 0
+
+
+@pytest.mark.slow
+def test_one_task_run_per_sample_and_epoch_as_inspect_counts_them(
+    logs: list[Path], lake: Path
+) -> None:
+    frame = _inspect_samples(logs)
+    samples_per_version = (PROBLEMS + 1 + PROBLEMS) * EPOCHS
+    assert len(logs) == 2 * len(VERSIONS)
+    assert len(frame) == samples_per_version * len(VERSIONS)
+    runs = _rows(lake, "select status, count(*) from task_runs group by all order by 1")
+    errored = int(_errored(frame).sum())
+    assert errored == len(VERSIONS) * EPOCHS  # ex-boom, each version and epoch
+    assert dict(runs) == {"scored": len(frame) - errored, "grader_error": errored}
+    keys = _rows(
+        lake,
+        "select r.problem_id, r.trial, m.value from task_runs r join run_metadata m "
+        "using (run_id) where m.key = 'inspect.eval_id'",
+    )
+    ours = {(p, t, json.loads(e)) for p, t, e in keys}
+    theirs = set(zip(frame["id"], frame["epoch"], frame["eval_id"], strict=True))
+    assert ours == theirs
+
+
+@pytest.mark.slow
+def test_subscores_equal_inspects_own_and_scores_equal_an_independent_scorer(
+    logs: list[Path], lake: Path
+) -> None:
+    frame = _inspect_samples(logs)
+    scored = frame[~_errored(frame)]
+    theirs = {
+        (sample_id, epoch, eval_id): json.loads(value)
+        for sample_id, epoch, eval_id, value in zip(
+            scored["id"],
+            scored["epoch"],
+            scored["eval_id"],
+            scored["score_components"],
+            strict=True,
+        )
+    }
+    rows = _rows(
+        lake,
+        "select r.problem_id, r.trial, json_extract_string(r.record, '$.grade.metadata"
+        ".inspect.eval_id'), r.env_type, r.score, list(c.component order by c.component), "
+        "list(c.stored_subscore order by c.component) from task_runs r join task_components c "
+        "using (run_id) where r.status = 'scored' group by all",
+    )
+    assert len(rows) == len(theirs)
+    for problem, trial, eval_id, env_type, score, names, values in rows:
+        parts = theirs[(problem, trial, eval_id)]
+        assert dict(zip(names, values, strict=True)) == parts
+        assert score == pytest.approx(expected_score(env_type, parts), abs=1e-12)
+
+
+@pytest.mark.slow
+def test_provenance_is_kept_on_each_run(logs: list[Path], lake: Path) -> None:
+    keys = {
+        key
+        for (key,) in _rows(
+            lake, "select distinct key from run_metadata where key like 'inspect.%'"
+        )
+    }
+    assert {
+        "inspect.eval_id",
+        "inspect.task",
+        "inspect.task_version",
+        "inspect.sample_uuid",
+        "inspect.model",
+    } <= keys
+    sources = {s for (s,) in _rows(lake, "select distinct source from task_runs")}
+    assert sources == {str(p.resolve()) for p in logs}
+    errors = _rows(
+        lake, "select problem_id, failure_logs from task_runs where status = 'grader_error'"
+    )
+    assert {p for p, _ in errors} == {"ex-boom"}
+    assert all("sandbox went away" in logs_[0] for _, logs_ in errors)
+    reasons = _rows(
+        lake, "select gate_component, reason from failure_reasons where reason is not null"
+    )
+    assert reasons and all(reason == "no crash" for _, reason in reasons)
+
+
+@pytest.mark.slow
+def test_reingest_is_a_no_op_and_a_new_eval_id_is_new_runs(
+    logs: list[Path], lake: Path, tmp_path: Path
+) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    before = _rows(lake, "select count(*) from task_runs")[0][0]
+    again = pipeline("ingest", logs[0].parent, "--lake", lake)
+    assert again.returncode == 0, again.stderr
+    assert _rows(lake, "select count(*) from task_runs")[0][0] == before
+    # The same log moved elsewhere holds the same records: duplicates, not clashes.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copy(logs[0], moved / logs[0].name)
+    # A re-run of the first log (a new eval id), written by Inspect as a .json log, beside
+    # an mcp-xray report (.json too) and a broken .eval file.
+    rerun = read_eval_log(str(logs[0]))
+    rerun.eval.eval_id = rerun.eval.eval_id + "-rerun"
+    write_eval_log(rerun, str(moved / "rerun.json"), format="json")
+    shutil.copy(Path(__file__).parent / "fixtures/mcp-xray/00_bing-cn-mcp.json", moved)
+    (moved / "broken.eval").write_bytes(b"PK\x03\x04 not a zip at all")
+    assert is_inspect_log(moved / "rerun.json")
+    assert not is_inspect_log(moved / "00_bing-cn-mcp.json")
+    done = pipeline("run", moved, "--lake", lake)
+    assert done.returncode == 0, done.stderr + done.stdout
+    samples = len(rerun.samples or [])
+    assert _rows(lake, "select count(*) from task_runs")[0][0] == before + samples
+    assert _rows(lake, "select count(*) from surface_runs")[0][0] == 1
+    held = _rows(lake, "select source, line, reason from quarantine")
+    assert [(Path(s).name, line) for s, line, _ in held] == [("broken.eval", 0)]
+    assert "not a readable Inspect AI log" in held[0][2]
+    assert pipeline("check", "--lake", lake).returncode == 0
+
+
+@pytest.mark.slow
+def test_compare_between_the_two_versions(logs: list[Path], lake: Path) -> None:
+    done = pipeline(
+        "compare", "--agent", AGENT, "--baseline", "1.0", "--candidate", "2.0",
+        "--lake", lake, "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    per_problem = _rows(
+        lake,
+        "select problem_id, agent_version, avg(score) from task_runs where status = 'scored' "
+        "and json_extract_string(record, '$.grade.metadata.inspect.eval_id') not like "
+        "'%-rerun' group by all",
+    )
+    means = {(p, v): s for p, v, s in per_problem}
+    paired = sorted({p for p, _ in means if (p, "1.0") in means and (p, "2.0") in means})
+    assert report["paired_problems"] == len(paired) == 2 * PROBLEMS
+    delta = sum(means[(p, "2.0")] - means[(p, "1.0")] for p in paired) / len(paired)
+    assert report["delta"] == pytest.approx(delta, abs=1e-12)
+
+
+def test_a_missing_extra_is_one_line_naming_the_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_inspect(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "inspect_ai" or name.startswith("inspect_ai."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_inspect)
+    log = tmp_path / "a.eval"
+    log.write_bytes(b"PK\x03\x04")
+    done = pipeline("ingest", log, "--lake", tmp_path / "lake")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "pip install 'agent-grades-pipeline[inspect]'" in lines[0]
+
+
+# Unit tests of the mapping (no log needed).
+
+
+def test_letter_grades_and_numbers_map_like_inspects_value_to_float() -> None:
+    assert [to_subscore(v) for v in ("C", "P", "I", "N", "yes", "False", "0.25")] == [
+        1.0,
+        0.5,
+        0.0,
+        0.0,
+        1.0,
+        0.0,
+        0.25,
+    ]
+    assert [to_subscore(v) for v in (True, False, 3, 0.5)] == [1.0, 0.0, 3.0, 0.5]
+    assert to_subscore(float("nan")) is None
+    # Not a grade: kept as it is, so validation refuses it with a reason.
+    assert to_subscore("maybe") == "maybe"
+    assert to_subscore([1, 2]) == [1, 2]
+
+
+def test_components_of_one_scorer_and_of_several() -> None:
+    one = components({"grader": ScoreParts({"a": 1, "b": "C"}, {"a": {"reason": "x"}}, "why")})
+    assert one.subscores == {"a": 1.0, "b": 1.0}
+    assert one.metadata == {"a": {"reason": "x"}}
+    assert one.explanation == "why"
+    letter = components({"match": ScoreParts("I")})
+    assert letter.subscores == {"match": 0.0}
+    several = components(
+        {"s1": ScoreParts({"a": 0.5}, {"k": 1}, "e1"), "s2": ScoreParts(float("nan"))}
+    )
+    assert several.subscores == {"s1/a": 0.5}
+    assert several.unscored == ["s2"]
+    assert several.metadata == {"s1": {"k": 1}}
+    assert several.explanation == {"s1": "e1"}
+
+
+def test_weights_metadata_run_ids_and_usage() -> None:
+    assert equal_weights({"a": 1, "b": 0, "c": 0, "d": 0}) == {
+        "a": 0.25,
+        "b": 0.25,
+        "c": 0.25,
+        "d": 0.25,
+    }
+    meta = grade_metadata({"x": 1, "sample": 2}, "e", {"env_type": "exploit"}, {"eval_id": "E"})
+    assert meta == {
+        "x": 1,
+        "score_metadata": {"sample": 2},
+        "explanation": "e",
+        "sample": {"env_type": "exploit"},
+        "inspect": {"eval_id": "E"},
+    }
+    assert run_id("E", "p1", 2) == "inspect:E/p1#2"
+    long = run_id("E", "x" * 300, 1)
+    assert len(long) <= 256 and long.endswith("#1") and long != run_id("E", "y" * 300, 1)
+    usage = usage_totals([(100, 0.5), (20, None)])
+    assert (usage.tokens, usage.cost_usd) == (120, 0.5)
+    none = usage_totals([])
+    assert (none.tokens, none.cost_usd) == (None, None)
+
+
+def test_the_rubric_sources_inspect_table() -> None:
+    rubric = parse_rubric(
+        {"sources": {"inspect": {"agent_field": "team", "env_types": {"ctf": "exploit"}}}}
+    )
+    assert rubric.inspect == InspectMapping(agent_field="team", env_types={"ctf": "exploit"})
+    assert parse_rubric(dict(rubric.resolved)).rubric_id == rubric.rubric_id
+    assert parse_rubric({}).inspect == InspectMapping()
+    assert "sources" not in parse_rubric({}).resolved
+    for bad, key in (
+        ({"sources": {"other": {}}}, "sources.other"),
+        ({"sources": {"inspect": {"agent": "a"}}}, "sources.inspect.agent"),
+        ({"sources": {"inspect": {"env_types": {"t": "nope"}}}}, "sources.inspect.env_types.t"),
+        ({"sources": {"inspect": {"agent_field": ""}}}, "sources.inspect.agent_field"),
+    ):
+        with pytest.raises(RubricError, match=f"rubric key {key} ="):
+            parse_rubric(bad)
+    with pytest.raises(ValueError, match="expected a table"):
+        parse_mapping([])
+
+
+@pytest.mark.slow
+def test_the_rubric_mapping_names_env_type_agent_and_version(logs: list[Path]) -> None:
+    from inspect_ai.log import read_eval_log
+
+    from pipeline.sources.inspect.table import sample_record
+
+    log = read_eval_log(str(logs[0]))
+    sample = (log.samples or [])[0]
+    mapping = InspectMapping(
+        agent_field="nobody",
+        agent_version_field="none",
+        env_type_field="absent",
+        env_types={log.eval.task: "detect"},
+    )
+    record = sample_record(log, sample, mapping)
+    assert record["env_type"] == "detect"
+    assert record["agent_version"] == log.eval.model  # the model when no field names one
+    assert record["agent"] == "no_model"  # the solver's name when no field names one
+    assert record["trial"] == sample.epoch and record["problem_id"] == str(sample.id)
+
+
+@pytest.mark.slow
+def test_run_reads_logs_under_the_rubrics_mapping(logs: list[Path], tmp_path: Path) -> None:
+    """``run --rubric`` hands the rubric's [sources.inspect] to the reader: with the metadata
+    keys renamed away, the task map gives each run its env type."""
+    rubric = tmp_path / "mapped.toml"
+    rubric.write_text(
+        '[sources.inspect]\nenv_type_field = "kind"\nagent_version_field = "release"\n'
+        '[sources.inspect.env_types]\nexploit_t = "detect"\npatch_t = "patch"\n'
+    )
+    first = next(p for p in logs if "exploit-t" in p.name)
+    lake = tmp_path / "lake"
+    done = pipeline("run", first, "--lake", lake, "--rubric", rubric)
+    assert done.returncode == 0, done.stderr + done.stdout
+    rows = _rows(lake, "select distinct env_type, agent, agent_version from task_runs")
+    assert rows == [("detect", AGENT, "mockllm/model")]
+
+
+def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
+    """An eval stopped early lists samples it never wrote: those are skipped, the rest read
+    in the log's order (ids x epochs)."""
+    from types import SimpleNamespace
+
+    from pipeline.sources.inspect.table import _eval_samples
+
+    written = {("a", 1), ("a", 2), ("c", 2)}
+
+    class Api:
+        @staticmethod
+        def read_eval_log_samples_by_id(path: str, keys: Any, **_: Any) -> list[Any]:
+            if any(key not in written for key in keys):
+                raise IndexError("missing")
+            return list(keys)
+
+        @staticmethod
+        def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
+            if (id, epoch) not in written:
+                raise IndexError("missing")
+            return (id, epoch)
+
+    header = SimpleNamespace(
+        eval=SimpleNamespace(
+            dataset=SimpleNamespace(sample_ids=["a", "b", "c"]),
+            config=SimpleNamespace(epochs=2),
+        )
+    )
+    assert list(_eval_samples(Api, Path("x.eval"), header)) == [("a", 1), ("a", 2), ("c", 2)]
