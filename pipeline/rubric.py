@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.surface.rubric import SURFACE_DEFAULTS, SurfaceRubric
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
+from pipeline.surface.rubric import SURFACE_DEFAULTS, SurfaceRubric
 
 DEFAULT_RUBRIC: dict[str, Any] = {
     "task": {
