@@ -276,6 +276,8 @@ def _ingest_peak(tmp_path: Path, shape: str, scale: int) -> tuple[int, dict[str,
     return int(peak) * 1024, json.loads(report)
 
 
+# A fresh interpreter per shape, building records of up to 60,000 elements: 7-18 s each.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "scale", "landed"),
     [
@@ -294,6 +296,7 @@ def test_large_records_land_in_bounded_memory(
     assert peak < 2.5 * 1024**3, f"{shape}: peak {peak / 1024**3:.2f} GiB"
 
 
+@pytest.mark.slow
 def test_peak_memory_per_record_grows_at_most_linearly(tmp_path: Path) -> None:
     base, _ = _ingest_peak(tmp_path, "components", 10)
     small, _ = _ingest_peak(tmp_path, "components", 5_000)

@@ -21,6 +21,7 @@ from pipeline.compare import (
     failure_reasons,
     version_history,
 )
+from tests.examples import examples
 
 try:
     from tests.test_compare_sim import empty_metadata, simulate
@@ -265,7 +266,7 @@ def test_component_split_adds_up_to_change_in_weighted() -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 2**31), st.integers(2, 12), st.integers(1, 4))
 def test_component_split_adds_up_exactly_for_ragged_components(
     seed: int, problems: int, trials: int

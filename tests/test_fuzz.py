@@ -34,6 +34,7 @@ from pipeline.reader import (
     nesting_depth,
 )
 from pipeline.rubric import parse_rubric
+from tests.examples import examples
 from tests.strategies import (
     Expect,
     GeneratedFile,
@@ -50,7 +51,7 @@ BIG_RUN_LINES = 10_000
 # Each example is a whole ingest into a fresh lake (about half a second), so the
 # counts stay modest; the 10,000-line run is where the volume is.
 FUZZ_SETTINGS = settings(
-    max_examples=24,
+    max_examples=examples(24),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
@@ -186,7 +187,7 @@ def test_mutated_files_account_for_every_line(generated: GeneratedFile) -> None:
 
 
 @pytest.mark.slow
-@settings(FUZZ_SETTINGS, max_examples=8)
+@settings(FUZZ_SETTINGS, max_examples=examples(8))
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1), crlf=st.booleans())
 def test_a_report_file_lands_once_however_it_is_laid_out(seed: int, crlf: bool) -> None:
     import random
@@ -340,7 +341,7 @@ def python_depth(value: Any) -> int:
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(values=st.lists(json_values, min_size=1, max_size=20))
 def test_text_depth_equals_parsed_depth(values: list[Any]) -> None:
     # Brackets and quotes inside strings (escaped by json.dumps) never count.

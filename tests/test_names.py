@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pipeline import jobs
 from pipeline.lake import LANDED_TABLES, RUBRIC_TABLES, SCORE_TABLES
 from pipeline.rubric import parse_rubric
+from tests.examples import examples
 from tests.strategies import (
     HOSTILE_NAMES,
     Expect,
@@ -193,7 +194,7 @@ def test_a_rubric_id_from_a_file_never_becomes_a_path(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @settings(
-    max_examples=5,
+    max_examples=examples(5),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -33,6 +33,7 @@ from schemas.surface import (
     SurfaceScore,
 )
 from schemas.tasks import Quarantine
+from tests.examples import examples
 
 DEFAULT = parse_rubric({})
 OFFLINE = ("static_hygiene", "consolidate")
@@ -806,7 +807,7 @@ _REPORTS = st.lists(
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_REPORTS)
 def test_dimensions_in_range_and_overall_between_them(
     reports: list[tuple[list[dict[str, Any]], set[str]]],
