@@ -545,6 +545,7 @@ def test_version_history_view_matches_the_python_history() -> None:
     assert view["step_verdict_approx"].to_list() == [None, "improvement", "no_change"]
 
 
+@pytest.mark.slow
 def test_version_history_view_t_critical_values() -> None:
     # n problems with scores 0 and 1 alternating: sd known, so ci width / se = t_{n-1}.
     from scipy import stats as sps

@@ -209,6 +209,7 @@ def test_a_report_file_lands_once_however_it_is_laid_out(seed: int, crlf: bool) 
         assert (cut.lines_read, cut.quarantined) == (1, 1)
 
 
+@pytest.mark.slow
 def test_empty_and_unreadable_files_are_counted(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "empty.jsonl.gz").write_bytes(gzip.compress(b""))
@@ -226,6 +227,7 @@ def test_empty_and_unreadable_files_are_counted(tmp_path: Path) -> None:
     assert {"empty.jsonl", "empty.jsonl.gz", "empty.json"}.isdisjoint(by_source)
 
 
+@pytest.mark.slow
 def test_files_that_are_not_utf8_or_not_jsonl_are_named_and_the_rest_land(
     tmp_path: Path,
 ) -> None:
@@ -287,6 +289,7 @@ def test_record_size_limit_is_configurable_and_quarantines_with_the_limit(
     assert row["raw"] == big[:1024] + "…"
 
 
+@pytest.mark.slow
 def test_nesting_limit_is_configurable_and_quarantines_with_the_depth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -305,6 +308,7 @@ def test_nesting_limit_is_configurable_and_quarantines_with_the_depth(
     )
 
 
+@pytest.mark.slow
 def test_a_million_levels_deep_is_quarantined_quickly(tmp_path: Path) -> None:
     # 2 MB of brackets: under the size limit, far over the depth limit.
     source = tmp_path / "a.jsonl"

@@ -100,6 +100,7 @@ def hostile_report(index: int, name: str) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow
 def test_hostile_names_reach_every_view_unchanged(tmp_path: Path) -> None:
     names = list(HOSTILE_NAMES)
     tasks = [hostile_task(i, n) for i, n in enumerate(names)]
@@ -151,6 +152,7 @@ def test_hostile_names_reach_every_view_unchanged(tmp_path: Path) -> None:
     assert_paths_are_ours(lake, names)
 
 
+@pytest.mark.slow
 def test_an_injection_name_leaves_every_view_in_place(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     plain = write_lines(tmp_path / "plain.jsonl", [task_record(random.Random(0), "plain")])
@@ -178,6 +180,7 @@ def record_agent(path: Path) -> str:
     return agent
 
 
+@pytest.mark.slow
 def test_a_rubric_id_from_a_file_never_becomes_a_path(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write_lines(tmp_path / "a.jsonl", [task_record(random.Random(1), "r1")])

@@ -232,6 +232,7 @@ def regraded() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     return _grade(list(texts), list(keys))
 
 
+@pytest.mark.slow
 def test_every_fixture_report_shows_what_mcp_xray_shows(
     regraded: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
 ) -> None:
