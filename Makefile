@@ -63,7 +63,7 @@ test: lint typecheck
 # The fast tier: everything but the tests marked slow (kill -9, Spark, Chromium, the
 # wheel, large fuzz and simulation runs); no linters.
 test-fast: setup-dev
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -m "not slow" --hypothesis-profile=fast
 
 bench: setup
 	$(BIN)/python -m bench.run --n $(N)

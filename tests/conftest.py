@@ -16,15 +16,21 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import settings
 
 from schemas import polars_schema
 from schemas.tasks import TaskComponent, TaskPenalty, TaskRun
+from tests.examples import FAST_EXAMPLES
 
 # bench/ is not an installed package; `pytest` (unlike `python -m pytest`) does not
 # put the repo root on sys.path.
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+# `make test-fast` selects this profile: every property test runs a tenth of its examples
+# (tests/examples.py); `make test` keeps the default profile and the full counts.
+settings.register_profile("fast", max_examples=FAST_EXAMPLES)
 
 TEST_BATCH = "test-batch"
 

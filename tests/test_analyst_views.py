@@ -39,6 +39,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "lake"
 
 
+@pytest.mark.slow
 def test_by_cwe_pass_rate_has_a_wilson_interval(lake: Path) -> None:
     row = (
         con_of(lake)
@@ -76,6 +77,7 @@ def test_cost_per_solved_by_hand(lake: Path) -> None:
     assert tper == pytest.approx(1000 / 3)
 
 
+@pytest.mark.slow
 def test_nothing_solved_gives_no_cost_per_solved(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_text(_record("x", "p1", 0.0, cost_usd=4.0) + "\n")

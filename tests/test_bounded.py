@@ -59,6 +59,7 @@ def _run(inputs: list[Path], lake: Path) -> str:
     return result.output
 
 
+@pytest.mark.slow
 def test_int64_overflow_next_to_good_files_lands_the_good_ones(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -85,6 +86,7 @@ def _failing_build(bad_source: str, exc: BaseException):  # type: ignore[no-unty
     "exc",
     [MemoryError(), duckdb.OutOfMemoryException("failed to allocate"), RuntimeError("a bug")],
 )
+@pytest.mark.slow
 def test_an_unforeseen_failure_quarantines_its_file_whole_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException
 ) -> None:
@@ -185,6 +187,7 @@ def _peak_rss_of(code: str) -> int:
     return int(done.stdout.strip().splitlines()[-1]) * 1024
 
 
+@pytest.mark.slow
 def test_a_sparse_file_of_one_huge_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
     path = sparse_file(tmp_path, 1_000_000_000)
     code = (
@@ -233,6 +236,7 @@ def test_trailing_bytes_after_gzip_are_reported_not_dropped(tmp_path: Path) -> N
     assert frame["raw"][1] == "garbage!"
 
 
+@pytest.mark.slow
 def test_links_and_files_outside_the_root_are_skipped_with_a_note(tmp_path: Path) -> None:
     secret = tmp_path / "secret.jsonl"
     secret.write_text('{"password": "hunter2"}\n')
@@ -276,6 +280,8 @@ def _ingest_peak(tmp_path: Path, shape: str, scale: int) -> tuple[int, dict[str,
     return int(peak) * 1024, json.loads(report)
 
 
+# A fresh interpreter per shape, building records of up to 60,000 elements: 7-18 s each.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "scale", "landed"),
     [
@@ -294,6 +300,7 @@ def test_large_records_land_in_bounded_memory(
     assert peak < 2.5 * 1024**3, f"{shape}: peak {peak / 1024**3:.2f} GiB"
 
 
+@pytest.mark.slow
 def test_peak_memory_per_record_grows_at_most_linearly(tmp_path: Path) -> None:
     base, _ = _ingest_peak(tmp_path, "components", 10)
     small, _ = _ingest_peak(tmp_path, "components", 5_000)
@@ -305,6 +312,7 @@ def test_peak_memory_per_record_grows_at_most_linearly(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- bad lines
 
 
+@pytest.mark.slow
 def test_past_the_first_n_bad_lines_a_file_keeps_counted_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -340,6 +348,7 @@ def small_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return lake
 
 
+@pytest.mark.slow
 def test_query_streams_at_most_max_rows(small_lake: Path) -> None:
     sql = "select range from range(3000000000)"
     result = runner.invoke(app, ["query", sql, "--lake", str(small_lake), "--max-rows", "5"])
@@ -362,6 +371,7 @@ def test_an_endless_query_stops_at_the_time_limit(
     assert "time limit of 2 s" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_query_over_the_memory_limit_fails_alone(
     small_lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

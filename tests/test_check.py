@@ -33,6 +33,7 @@ def violations(lake: Path) -> tuple[int, list[str]]:
     return code, json.loads(output)["violations"]
 
 
+@pytest.mark.slow
 def test_a_lake_the_commands_left_passes(lake: Path) -> None:
     code, output = invoke("check", "--lake", str(lake))
     assert code == 0, output
@@ -47,6 +48,7 @@ def test_not_a_lake_is_a_usage_error_and_creates_nothing(tmp_path: Path) -> None
     assert not typo.exists()
 
 
+@pytest.mark.slow
 def test_a_deleted_manifest_is_reported_then_rebuilt_with_a_note(lake: Path) -> None:
     manifests = sorted((lake / "_parts").glob("*.json"))
     doomed = manifests[0]
@@ -64,6 +66,7 @@ def test_a_deleted_manifest_is_reported_then_rebuilt_with_a_note(lake: Path) -> 
     assert violations(lake) == (0, [])
 
 
+@pytest.mark.slow
 def test_a_missing_score_file_is_reported_until_scoring_mends_it(lake: Path) -> None:
     score_file = next(
         p for p in (lake / "scores").glob("*/task_scores/*.parquet") if p.stem != "empty"
@@ -77,6 +80,7 @@ def test_a_missing_score_file_is_reported_until_scoring_mends_it(lake: Path) -> 
     assert violations(lake) == (0, [])
 
 
+@pytest.mark.slow
 def test_a_removed_warehouse_and_a_tampered_rubric_are_named(lake: Path) -> None:
     (lake / "warehouse.duckdb").unlink()
     state = lake / "_state" / "current_rubric.json"
@@ -89,6 +93,7 @@ def test_a_removed_warehouse_and_a_tampered_rubric_are_named(lake: Path) -> None
     assert any("is not its content's" in v for v in found), found
 
 
+@pytest.mark.slow
 def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
     """A landed run's line also sitting in the quarantine breaks 'one state per line'."""
     import polars as pl
@@ -109,6 +114,7 @@ def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
     assert any("line both landed and quarantined" in v for v in found), found
 
 
+@pytest.mark.slow
 def test_nightly_ends_with_the_check_in_its_summary(tmp_path: Path) -> None:
     inbox = tmp_path / "inbox"
     shutil.copytree(SAMPLE / "tasks", inbox)

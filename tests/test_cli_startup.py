@@ -58,6 +58,7 @@ def test_a_usage_error_exits_2_on_one_line_before_any_import(
     assert not any(tmp_path.iterdir()), "a usage error wrote something"
 
 
+@pytest.mark.slow
 def test_a_lake_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "lake").write_text("not a folder")
     done = _pipeline(tmp_path, "query", "select 1", "--lake", "lake")

@@ -22,6 +22,7 @@ from pipeline.compare import (
 )
 from pipeline.lake import InputError
 from pipeline.warehouse import create_views
+from tests.examples import examples
 
 try:
     from tests.test_compare_sim import empty_metadata, simulate
@@ -265,7 +266,7 @@ def test_component_split_adds_up_to_change_in_weighted() -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 2**31), st.integers(2, 12), st.integers(1, 4))
 def test_component_split_adds_up_exactly_for_ragged_components(
     seed: int, problems: int, trials: int
@@ -543,6 +544,7 @@ def test_version_history_view_matches_the_python_history() -> None:
     assert view["step_verdict_approx"].to_list() == [None, "improvement", "no_change"]
 
 
+@pytest.mark.slow
 def test_version_history_view_t_critical_values() -> None:
     # n problems with scores 0 and 1 alternating: sd known, so ci width / se = t_{n-1}.
     from scipy import stats as sps

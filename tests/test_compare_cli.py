@@ -126,6 +126,7 @@ def _compare(lake: Path, baseline: str, candidate: str, *extra: str) -> Done:
     return done
 
 
+@pytest.mark.slow
 def test_compare_json_finds_the_injected_regression_and_why(lake: Path) -> None:
     done = _compare(lake, "1.0", "2.0", "--json")
     assert done.returncode == 0, done.stderr

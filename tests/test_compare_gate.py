@@ -102,6 +102,7 @@ def _compare(lake: Path, baseline: str, candidate: str, *extra: str) -> Any:
     return runner.invoke(app, [*args, "--candidate", candidate, "--lake", str(lake), *extra])
 
 
+@pytest.mark.slow
 def test_regression_hidden_in_one_env_type_fails_the_gate(lake: Path, tmp_path: Path) -> None:
     done = _compare(lake, "1.0", "2.0", "--json")
     assert done.exit_code == 0, done.output
@@ -139,6 +140,7 @@ def test_aa_pair_passes_the_whole_gate(lake: Path) -> None:
     assert report["gate"]["fails"] is False
 
 
+@pytest.mark.slow
 def test_history_shows_env_regressions_beside_the_verdict(lake: Path) -> None:
     done = runner.invoke(app, ["history", "--agent", "gate-agent", "--lake", str(lake), "--json"])
     assert done.exit_code == 0, done.output
@@ -153,6 +155,7 @@ def test_history_shows_env_regressions_beside_the_verdict(lake: Path) -> None:
     assert "patch" in table.stdout and "Holm" in " ".join(table.stdout.split())
 
 
+@pytest.mark.slow
 def test_version_regressions_view_holds_compare_numbers(lake: Path) -> None:
     report = _strict_json(_compare(lake, "1.0-rerun", "2.0", "--json").stdout)
     con = connect_read_only(lake)
@@ -183,6 +186,7 @@ def test_version_regressions_view_holds_compare_numbers(lake: Path) -> None:
     assert rows["patch"]["gate_verdict"] == "regression"
 
 
+@pytest.mark.slow
 def test_version_regressions_follow_a_rubric_change(lake: Path, tmp_path: Path) -> None:
     # A rubric that weighs only the gate: every patch run scores 0.25 + 0 alike, so the
     # patch regression disappears from compare and from the view in the same commit.
@@ -230,6 +234,7 @@ def test_holm_by_hand() -> None:
     assert got["holm_family"].to_list() == [4, 4, 4, 4, 1, 1]
 
 
+@pytest.mark.slow
 def test_one_pass_rate_per_name_on_the_sample(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     done = runner.invoke(app, ["run", "--lake", str(lake)])
@@ -272,6 +277,7 @@ def test_one_pass_rate_per_name_on_the_sample(tmp_path: Path) -> None:
     assert report["versions"]["baseline"]["pass_rate_runs"] == pytest.approx(54 / 79)
 
 
+@pytest.mark.slow
 def test_rate_intervals_stay_in_unit_range_with_two_problems(tmp_path: Path) -> None:
     rows = []
     for version, day, passes in (("1", 1, (1.0, 1.0)), ("2", 2, (0.0, 1.0))):
@@ -313,6 +319,7 @@ def test_rate_intervals_stay_in_unit_range_with_two_problems(tmp_path: Path) -> 
     assert math.isclose(versions[1]["pass_rate_problems"], 0.5)
 
 
+@pytest.mark.slow
 def test_a_bare_ingest_keeps_the_view_in_history_order(lake: Path, tmp_path: Path) -> None:
     # 1.0 and 2.0 first; then `ingest` lands (and scores) 1.0-rerun, graded between them.
     # history now steps 1.0 -> 1.0-rerun -> 2.0, and so does the view, at once.

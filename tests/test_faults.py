@@ -84,6 +84,7 @@ SLOW_CASE = pytest.mark.slow
 @pytest.mark.parametrize(
     "failing_write", [1, pytest.param(3, marks=SLOW_CASE), pytest.param(6, marks=SLOW_CASE)]
 )
+@pytest.mark.slow
 def test_disk_full_while_staging_leaves_the_lake_as_it_was(
     source: Path,
     clean: dict[str, Any],
@@ -107,6 +108,7 @@ def test_disk_full_while_staging_leaves_the_lake_as_it_was(
     assert contents(lake) == clean
 
 
+@pytest.mark.slow
 def test_a_crash_after_the_journal_is_completed_by_the_next_run(
     source: Path, clean: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +138,7 @@ def test_a_crash_after_the_journal_is_completed_by_the_next_run(
     assert contents(lake) == clean
 
 
+@pytest.mark.slow
 def test_a_run_that_died_before_its_journal_is_discarded(source: Path, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     jobs.run([source], lake, RUBRIC)
@@ -150,6 +153,7 @@ def test_a_run_that_died_before_its_journal_is_discarded(source: Path, tmp_path:
     assert landed_files(lake) == before
 
 
+@pytest.mark.slow
 def test_a_removed_warehouse_is_a_clear_error_then_rebuilt_from_the_lake(
     source: Path, clean: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -166,6 +170,7 @@ def test_a_removed_warehouse_is_a_clear_error_then_rebuilt_from_the_lake(
     assert contents(lake) == clean
 
 
+@pytest.mark.slow
 def test_a_corrupted_lake_file_leaves_the_warehouse_answering_and_is_named(
     source: Path, clean: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -183,6 +188,7 @@ def test_a_corrupted_lake_file_leaves_the_warehouse_answering_and_is_named(
     assert contents(lake) == clean
 
 
+@pytest.mark.slow
 def test_a_deleted_lake_file_is_restored_by_a_rerun(
     source: Path, clean: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -201,6 +207,7 @@ def test_a_deleted_lake_file_is_restored_by_a_rerun(
         pytest.param("run_metadata", marks=SLOW_CASE),
     ],
 )
+@pytest.mark.slow
 def test_a_corrupted_lake_file_is_repaired_by_a_rerun(
     table: str, source: Path, clean: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -34,6 +34,7 @@ from pipeline.reader import (
     nesting_depth,
 )
 from pipeline.rubric import parse_rubric
+from tests.examples import examples
 from tests.strategies import (
     Expect,
     GeneratedFile,
@@ -50,7 +51,7 @@ BIG_RUN_LINES = 10_000
 # Each example is a whole ingest into a fresh lake (about half a second), so the
 # counts stay modest; the 10,000-line run is where the volume is.
 FUZZ_SETTINGS = settings(
-    max_examples=24,
+    max_examples=examples(24),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
@@ -186,7 +187,7 @@ def test_mutated_files_account_for_every_line(generated: GeneratedFile) -> None:
 
 
 @pytest.mark.slow
-@settings(FUZZ_SETTINGS, max_examples=8)
+@settings(FUZZ_SETTINGS, max_examples=examples(8))
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1), crlf=st.booleans())
 def test_a_report_file_lands_once_however_it_is_laid_out(seed: int, crlf: bool) -> None:
     import random
@@ -208,6 +209,7 @@ def test_a_report_file_lands_once_however_it_is_laid_out(seed: int, crlf: bool) 
         assert (cut.lines_read, cut.quarantined) == (1, 1)
 
 
+@pytest.mark.slow
 def test_empty_and_unreadable_files_are_counted(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "empty.jsonl.gz").write_bytes(gzip.compress(b""))
@@ -225,6 +227,7 @@ def test_empty_and_unreadable_files_are_counted(tmp_path: Path) -> None:
     assert {"empty.jsonl", "empty.jsonl.gz", "empty.json"}.isdisjoint(by_source)
 
 
+@pytest.mark.slow
 def test_files_that_are_not_utf8_or_not_jsonl_are_named_and_the_rest_land(
     tmp_path: Path,
 ) -> None:
@@ -286,6 +289,7 @@ def test_record_size_limit_is_configurable_and_quarantines_with_the_limit(
     assert row["raw"] == big[:1024] + "…"
 
 
+@pytest.mark.slow
 def test_nesting_limit_is_configurable_and_quarantines_with_the_depth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -304,6 +308,7 @@ def test_nesting_limit_is_configurable_and_quarantines_with_the_depth(
     )
 
 
+@pytest.mark.slow
 def test_a_million_levels_deep_is_quarantined_quickly(tmp_path: Path) -> None:
     # 2 MB of brackets: under the size limit, far over the depth limit.
     source = tmp_path / "a.jsonl"
@@ -340,7 +345,7 @@ def python_depth(value: Any) -> int:
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(values=st.lists(json_values, min_size=1, max_size=20))
 def test_text_depth_equals_parsed_depth(values: list[Any]) -> None:
     # Brackets and quotes inside strings (escaped by json.dumps) never count.

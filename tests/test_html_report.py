@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from pipeline.compare import compare_versions
 from pipeline.compare.html import escape_expr, render_comparison
+from tests.examples import examples
 
 try:
     from tests.test_compare_sim import empty_metadata, simulate
@@ -40,7 +41,7 @@ def _page() -> tuple[str, int]:
     return render_comparison(result.report, result.pairs), result.pairs.height
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text())
 def test_escape_expr_matches_html_escape(text: str) -> None:
     got = pl.DataFrame({"s": [text]}).select(escape_expr(pl.col("s")))["s"].item()

@@ -108,6 +108,7 @@ BAD_LINES: list[tuple[str, str]] = [
 ]
 
 
+@pytest.mark.slow
 def test_each_bad_input_class_is_quarantined_with_its_reason(tmp_path: Path) -> None:
     good = json.dumps(record("ok-1"))
     source = write_jsonl(tmp_path / "mixed.jsonl", [good, *(line for line, _ in BAD_LINES)])
@@ -126,6 +127,7 @@ def test_each_bad_input_class_is_quarantined_with_its_reason(tmp_path: Path) -> 
         assert got_source == str(source)
 
 
+@pytest.mark.slow
 def test_duplicates_skipped_and_clashes_quarantined(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     first = write_jsonl(tmp_path / "a.jsonl", lines_of(record("r1"), record("r2")))
@@ -175,6 +177,7 @@ def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path:
     assert count(lake, "task_runs") == 3
 
 
+@pytest.mark.slow
 def test_ingesting_a_file_twice_changes_nothing(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write_jsonl(tmp_path / "a.jsonl", lines_of(record("r1"), record("r2")))
@@ -186,6 +189,7 @@ def test_ingesting_a_file_twice_changes_nothing(tmp_path: Path) -> None:
     assert {t: count(lake, t) for t in before} == before
 
 
+@pytest.mark.slow
 def test_unknown_fields_at_any_depth_are_kept(tmp_path: Path) -> None:
     rec = record("r1", grader_build="2026.11", extra={"nested": {"deep": [1, 2]}})
     rec["grade"]["novel"] = {"x": True}
@@ -199,6 +203,7 @@ def test_unknown_fields_at_any_depth_are_kept(tmp_path: Path) -> None:
     assert keyed["defect_matching.reason"] == '"stack matched"'
 
 
+@pytest.mark.slow
 def test_gzip_crlf_bom_and_blank_lines(tmp_path: Path) -> None:
     text = "\ufeff" + "\r\n".join(lines_of(record("r1"), record("r2"))) + "\r\n\r\n"
     gz = tmp_path / "a.jsonl.gz"
@@ -209,6 +214,7 @@ def test_gzip_crlf_bom_and_blank_lines(tmp_path: Path) -> None:
     assert report.accounted == report.lines_read == 3
 
 
+@pytest.mark.slow
 def test_gzip_that_ends_early_keeps_whole_lines(tmp_path: Path) -> None:
     body = "\n".join(lines_of(*(record(f"r{i}") for i in range(50)))).encode()
     blob = gzip.compress(body)
@@ -221,6 +227,7 @@ def test_gzip_that_ends_early_keeps_whole_lines(tmp_path: Path) -> None:
     assert report.accounted == report.lines_read
 
 
+@pytest.mark.slow
 def test_invalid_utf8_is_quarantined_with_bytes_shown(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes(json.dumps(record("r1")).encode() + b"\n" + b'{"run_id": "\xff\xfe"}\n')
@@ -231,6 +238,7 @@ def test_invalid_utf8_is_quarantined_with_bytes_shown(tmp_path: Path) -> None:
     assert "\\xff\\xfe" in row["raw"]
 
 
+@pytest.mark.slow
 def test_grader_error_lands_with_empty_parts(tmp_path: Path) -> None:
     rec = with_grade(
         "e1",
@@ -251,6 +259,7 @@ def test_read_lines_numbers_lines_from_one(tmp_path: Path) -> None:
     assert frame["line"].to_list() == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_new_env_type_lands_once_the_rubric_has_it(tmp_path: Path) -> None:
     rec = record("f1", env_type="fuzz")
     rec["grade"] = {"subscores": {"crash": 1.0}, "weights": {"crash": 1.0}}
@@ -260,6 +269,7 @@ def test_new_env_type_lands_once_the_rubric_has_it(tmp_path: Path) -> None:
     assert jobs.ingest([source], tmp_path / "lake2", rubric).landed_task_runs == 1
 
 
+@pytest.mark.slow
 def test_cli_run_builds_a_warehouse_with_the_contract_views(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write_jsonl(
@@ -297,6 +307,7 @@ def test_missing_input_is_usage_error(tmp_path: Path) -> None:
     assert "nope.jsonl" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_key_named_twice_is_quarantined_not_guessed(tmp_path: Path) -> None:
     good = json.dumps(record("r1"))
     twice = good.replace('"agent": "crab"', '"agent": "crab", "agent": "lobster"', 1)

@@ -68,6 +68,7 @@ NON_FINITE = ["nan", "NaN", "NAN", "-nan", "inf", "-inf", "INF", "Infinity", "-I
         ('"summary_quality": 0.5', "$.grade.subscores.summary_quality"),
     ],
 )
+@pytest.mark.slow
 def test_a_non_finite_literal_in_any_case_is_quarantined_naming_its_path(
     tmp_path: Path, literal: str, old: str, path: str
 ) -> None:
@@ -218,6 +219,7 @@ def test_a_key_named_twice_where_scoring_or_identity_reads_it_is_quarantined(
     assert reason in reasons_by_line(lake)[1]
 
 
+@pytest.mark.slow
 def test_a_metadata_key_scoring_never_reads_may_be_named_twice(tmp_path: Path) -> None:
     rec = record("r1")
     rec["grade"]["metadata"] = {"note": 1, "other": 2}
@@ -241,6 +243,7 @@ def test_a_metadata_key_scoring_never_reads_may_be_named_twice(tmp_path: Path) -
         ("0001-01-01T00:00:00Z", "0001-01-01 00:00:00+00:00"),
     ],
 )
+@pytest.mark.slow
 def test_rfc_3339_timestamps_land_as_their_instant(tmp_path: Path, text: str, utc: str) -> None:
     report, lake = ingest_lines(tmp_path, [json.dumps(record("r1", graded_at=text))])
     assert report.landed_task_runs == 1
@@ -261,6 +264,7 @@ def test_rfc_3339_timestamps_land_as_their_instant(tmp_path: Path, text: str, ut
         "2026-11-30T12:00:00",
     ],
 )
+@pytest.mark.slow
 def test_timestamps_outside_rfc_3339_are_quarantined(tmp_path: Path, text: str) -> None:
     report, lake = ingest_lines(tmp_path, [json.dumps(record("r1", graded_at=text))])
     assert report.quarantined == 1
@@ -335,6 +339,7 @@ def test_huge_finite_totals_are_kept_out_of_every_mean_too(tmp_path: Path) -> No
     assert se is None and low is None  # one scored run: no spread, never NaN or inf
 
 
+@pytest.mark.slow
 def test_a_total_that_overflows_under_the_rubric_is_kept_out_of_every_mean(
     tmp_path: Path,
 ) -> None:
@@ -451,6 +456,7 @@ FLIPS = random.Random(13)
 
 
 @pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
+@pytest.mark.slow
 def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
     sample_lake: tuple[Path, int], tmp_path: Path, table: str
 ) -> None:
@@ -468,6 +474,7 @@ def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
         shutil.rmtree(lake)
 
 
+@pytest.mark.slow
 def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
     sample_lake: tuple[Path, int], tmp_path: Path
 ) -> None:
@@ -487,6 +494,7 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
     assert invoke("check", "--lake", str(lake))[0] == 0
 
 
+@pytest.mark.slow
 def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
@@ -514,6 +522,7 @@ def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
         ("manifest", b"", "rebuilt from its"),
     ],
 )
+@pytest.mark.slow
 def test_a_broken_state_file_is_named_and_repaired(
     sample_lake: tuple[Path, int], tmp_path: Path, relative: str, content: bytes, named: str
 ) -> None:
@@ -536,6 +545,7 @@ def test_a_broken_state_file_is_named_and_repaired(
     assert invoke("check", "--lake", str(lake))[0] == 0, invoke("check", "--lake", str(lake))
 
 
+@pytest.mark.slow
 def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
     sample_lake: tuple[Path, int], tmp_path: Path
 ) -> None:
@@ -551,6 +561,7 @@ def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
     assert _task_runs_count(lake) == runs
 
 
+@pytest.mark.slow
 def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
@@ -572,6 +583,7 @@ def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: 
 # --- a file read while still being written ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_cut_last_line_is_flagged_then_replaced_when_the_file_is_read_whole(
     tmp_path: Path,
 ) -> None:
@@ -601,6 +613,7 @@ def test_a_cut_last_line_is_flagged_then_replaced_when_the_file_is_read_whole(
     assert invoke("check", "--lake", str(lake))[0] == 0
 
 
+@pytest.mark.slow
 def test_a_line_read_again_still_bad_keeps_one_quarantine_row(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write_jsonl(tmp_path / "a.jsonl", ['{"run_id": "x", "cut'])
@@ -631,6 +644,7 @@ def test_a_line_read_again_still_bad_keeps_one_quarantine_row(tmp_path: Path) ->
         ),
     ],
 )
+@pytest.mark.slow
 def test_half_a_report_is_judged_as_a_report(tmp_path: Path, line: str, reason: str) -> None:
     _, lake = ingest_lines(tmp_path, [line])
     rows = quarantine(lake)
@@ -638,6 +652,7 @@ def test_half_a_report_is_judged_as_a_report(tmp_path: Path, line: str, reason: 
     assert rows["reason"][0] == reason
 
 
+@pytest.mark.slow
 def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> None:
     line = replaced("r1", '"pov_quality": 0.5', '"pov_quality": 0.5, "pov_quality": 0.4')
     _, lake = ingest_lines(tmp_path, [line])
@@ -692,6 +707,7 @@ def test_an_ungated_env_may_be_given_a_gate() -> None:
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_finding_naming_a_key_twice_is_quarantined(
     tmp_path: Path, finding: str, reason: str
 ) -> None:

@@ -28,6 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from tests.examples import examples
 
 runner = CliRunner()
 DEFAULT_ID = "default"  # the model's name for "whatever id the defaults have"
@@ -301,9 +302,9 @@ class LakeSequences(RuleBasedStateMachine):
             assert rubric_ids == {expected}
 
 
-def _settings(examples: int, steps: int) -> Any:
+def _settings(count: int, steps: int) -> Any:
     return settings(
-        max_examples=examples,
+        max_examples=count,
         stateful_step_count=steps,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -311,11 +312,11 @@ def _settings(examples: int, steps: int) -> Any:
 
 
 TestLakeSequences = LakeSequences.TestCase
-TestLakeSequences.settings = _settings(examples=6, steps=6)
+TestLakeSequences.settings = _settings(count=examples(6), steps=6)
 
 
 @pytest.mark.slow
 def test_long_sequences() -> None:
     from hypothesis.stateful import run_state_machine_as_test
 
-    run_state_machine_as_test(LakeSequences, settings=_settings(examples=40, steps=12))
+    run_state_machine_as_test(LakeSequences, settings=_settings(count=40, steps=12))

@@ -59,6 +59,7 @@ def count(lake: Path, sql: str) -> int:
 # --- The lake remembers its rubric -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_commands_without_rubric_keep_the_lakes_rubric(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     strict = tmp_path / "strict.toml"
@@ -100,6 +101,7 @@ def test_commands_without_rubric_keep_the_lakes_rubric(tmp_path: Path) -> None:
     assert current["rubric_id"] == DEFAULT_ID
 
 
+@pytest.mark.slow
 def test_score_with_a_new_rubric_says_what_changed(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     code, out = cli("run", str(tasks(tmp_path / "a.jsonl", "a1", "a2")), "--lake", str(lake))
@@ -246,6 +248,7 @@ def test_a_flag_that_would_do_nothing_is_refused(
     assert [p.stat().st_mtime_ns for p in sorted((lake / "scores").rglob("*.parquet"))] == mtimes
 
 
+@pytest.mark.slow
 def test_score_dry_run_json_still_works(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(lake))[0] == 0
@@ -297,6 +300,7 @@ def assert_one_state_each(lake: Path) -> dict[tuple[str, int], list[str]]:
     return states
 
 
+@pytest.mark.slow
 def test_a_replayed_line_stays_landed_when_its_file_is_read_again(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write(tmp_path / "night.jsonl", [fuzz_line("f1"), "garbage", fuzz_line("f2")])
@@ -338,6 +342,7 @@ def test_a_replayed_line_stays_landed_when_its_file_is_read_again(tmp_path: Path
     assert count(lake, "select count(*) from quarantine_resolved") == 2
 
 
+@pytest.mark.slow
 def test_a_landed_line_that_fails_under_a_later_rubric_is_not_quarantined(
     tmp_path: Path,
 ) -> None:
@@ -353,6 +358,7 @@ def test_a_landed_line_that_fails_under_a_later_rubric_is_not_quarantined(
     assert_one_state_each(lake)
 
 
+@pytest.mark.slow
 def test_a_twin_line_resolved_as_a_duplicate_names_the_run(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     line = fuzz_line("twin")
@@ -377,6 +383,7 @@ def test_a_twin_line_resolved_as_a_duplicate_names_the_run(tmp_path: Path) -> No
 # --- A file is what it is, not how it was spelled ----------------------------------------
 
 
+@pytest.mark.slow
 def test_the_same_bad_file_spelled_three_ways_is_quarantined_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -399,6 +406,7 @@ def test_the_same_bad_file_spelled_three_ways_is_quarantined_once(
     assert_one_state_each(lake)
 
 
+@pytest.mark.slow
 def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
     from pipeline import jobs
 
@@ -411,6 +419,7 @@ def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
 # --- schema news in the run and nightly summaries ----------------------------------------
 
 
+@pytest.mark.slow
 def test_run_and_nightly_summaries_name_what_is_new(tmp_path: Path) -> None:
     from tests.strategies import surface_report
 
@@ -467,6 +476,7 @@ def test_run_and_nightly_summaries_name_what_is_new(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path) -> None:
     from pipeline import jobs
 

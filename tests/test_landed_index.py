@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.landed_index import LandedIndex
+from tests.examples import examples
 
 
 def ids(*values: str) -> pl.Series:
@@ -34,7 +35,7 @@ def test_empty_sides() -> None:
 run_ids = st.lists(st.text(min_size=1, max_size=12), max_size=40)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(landed=run_ids, later=run_ids, asked=run_ids)
 def test_never_misses_a_landed_run_id(
     landed: list[str], later: list[str], asked: list[str]

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pipeline import jobs
 from pipeline.lake import LANDED_TABLES, RUBRIC_TABLES, SCORE_TABLES
 from pipeline.rubric import parse_rubric
+from tests.examples import examples
 from tests.strategies import (
     HOSTILE_NAMES,
     Expect,
@@ -99,6 +100,7 @@ def hostile_report(index: int, name: str) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow
 def test_hostile_names_reach_every_view_unchanged(tmp_path: Path) -> None:
     names = list(HOSTILE_NAMES)
     tasks = [hostile_task(i, n) for i, n in enumerate(names)]
@@ -150,6 +152,7 @@ def test_hostile_names_reach_every_view_unchanged(tmp_path: Path) -> None:
     assert_paths_are_ours(lake, names)
 
 
+@pytest.mark.slow
 def test_an_injection_name_leaves_every_view_in_place(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     plain = write_lines(tmp_path / "plain.jsonl", [task_record(random.Random(0), "plain")])
@@ -177,6 +180,7 @@ def record_agent(path: Path) -> str:
     return agent
 
 
+@pytest.mark.slow
 def test_a_rubric_id_from_a_file_never_becomes_a_path(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write_lines(tmp_path / "a.jsonl", [task_record(random.Random(1), "r1")])
@@ -193,7 +197,7 @@ def test_a_rubric_id_from_a_file_never_becomes_a_path(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @settings(
-    max_examples=5,
+    max_examples=examples(5),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

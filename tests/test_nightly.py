@@ -54,6 +54,7 @@ def inbox_with_sample(tmp_path: Path) -> Path:
     return inbox
 
 
+@pytest.mark.slow
 def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
     inbox, lake = inbox_with_sample(tmp_path), tmp_path / "lake"
     first = nightly.nightly(inbox, lake, DEFAULT)
@@ -75,6 +76,7 @@ def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
     assert 0 < parts <= document["seconds"]["score"] + 0.003
 
 
+@pytest.mark.slow
 def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None:
     inbox, lake = inbox_with_sample(tmp_path), tmp_path / "lake"
     first = nightly.nightly(inbox, lake, DEFAULT)
@@ -97,6 +99,7 @@ def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None
     assert set(jobs.known_rubrics(lake)) == {DEFAULT.rubric_id, "strict"}
 
 
+@pytest.mark.slow
 def test_a_file_appended_to_after_ingest_is_picked_up(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     inbox.mkdir()
@@ -110,6 +113,7 @@ def test_a_file_appended_to_after_ingest_is_picked_up(tmp_path: Path) -> None:
     assert (again.landed_task_runs, again.skipped_duplicates) == (5, 10)
 
 
+@pytest.mark.slow
 def test_concurrent_start_is_refused(tmp_path: Path) -> None:
     inbox, lake = inbox_with_sample(tmp_path), tmp_path / "lake"
     with lake_lock(lake):

@@ -59,6 +59,7 @@ def invoke(lake: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.mark.slow
 def test_views_read_as_a_table_json_and_csv(lake: Path) -> None:
     code, out, _ = invoke(lake, "select count(*) as runs from task_runs")
     assert code == 0

@@ -49,6 +49,7 @@ def write(path: Path, lines: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     plain = task_record(random.Random(0), "plain")
@@ -110,6 +111,7 @@ def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path) 
     ]
 
 
+@pytest.mark.slow
 def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     line = json.dumps(fuzz_record("twin"))
@@ -133,6 +135,7 @@ def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path) -> None:
     assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
 
 
+@pytest.mark.slow
 def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,6 +158,7 @@ def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays
     assert unresolved(lake)["line"].to_list() == [2]
 
 
+@pytest.mark.slow
 def test_replay_quarantine_command(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     source = write(tmp_path / "a.jsonl", [json.dumps(fuzz_record("c1"))])
@@ -175,6 +179,7 @@ def test_replay_quarantine_command(tmp_path: Path) -> None:
     assert refused.exit_code == 2
 
 
+@pytest.mark.slow
 def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     rng = random.Random(9)

@@ -28,6 +28,7 @@ from pipeline.score import (
 )
 from schemas import checked, polars_schema
 from schemas.tasks import TaskComponentScore, TaskScore
+from tests.examples import examples
 
 DEFAULT = parse_rubric({})
 EXPLOIT_ALL = {
@@ -643,7 +644,7 @@ float_terms = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(float_terms, max_size=6), min_size=1, max_size=30))
 def test_repeatable_sums_equal_sorting_bit_for_bit(lists: list[list[float | None]]) -> None:
     frame = pl.LazyFrame({"terms": lists}, schema={"terms": pl.List(pl.Float64)})

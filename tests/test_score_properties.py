@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from bench.python_scorer import score_record
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.score import TaskScoring, score_tasks
+from tests.examples import examples
 
 # Hundreds of whole scorings each: the full suite runs them, the fast tier does not.
 pytestmark = pytest.mark.slow
@@ -105,7 +106,7 @@ def scored(
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=100,
+    max_examples=examples(100),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

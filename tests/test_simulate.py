@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import simulate as sim
+from tests.examples import examples
 from tests.paths import REAL_REPORTS
 
 GATES = {"exploit": "defect_matching", "detect": "defect_matching", "patch": "patch_verified"}
@@ -532,7 +533,9 @@ def _check_contract(r: Mapping[str, Any]) -> None:
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(n=st.integers(min_value=0, max_value=300), seed=st.integers(min_value=0, max_value=2**31))
 def test_bulk_records_are_valid_contract_records(n: int, seed: int) -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from pipeline.compare import stats
+from tests.examples import examples
 
 
 def test_paired_t_by_hand_on_four_problems() -> None:
@@ -133,7 +134,7 @@ def test_injected_effect_is_covered_95_percent_of_the_time() -> None:
     assert power > 0.8
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=40),
     st.floats(-0.5, 0.5, allow_nan=False),
@@ -147,7 +148,7 @@ def test_interval_contains_mean_and_shifts_with_data(values: list[float], shift:
     assert float(moved.ci_high) == pytest.approx(float(t.ci_high) + shift, abs=1e-9)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.integers(0, 30), st.integers(0, 30))
 def test_mcnemar_is_symmetric_and_a_probability(b: int, c: int) -> None:
     p = stats.mcnemar_exact(b, c)

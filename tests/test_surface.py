@@ -33,6 +33,7 @@ from schemas.surface import (
     SurfaceScore,
 )
 from schemas.tasks import Quarantine
+from tests.examples import examples
 from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
@@ -210,6 +211,7 @@ def test_fixed_and_rate_severities() -> None:
     assert got == pytest.approx([0.6, 0.75, 0.0, 0.3, 1.0, 0.25, 1.0, 0.3, 0.5, 0.1])
 
 
+@pytest.mark.slow
 def test_unknown_kind_is_kept_with_severity_zero() -> None:
     findings = [finding("result_size", bytes=5000), finding("brand_new_kind", anything=[1, 2])]
     assert severities(findings) == [0.0, 0.0]
@@ -242,6 +244,7 @@ def test_finding_severity_is_one_expression() -> None:
 # ----------------------------------------------------------------------- dimensions
 
 
+@pytest.mark.slow
 def test_context_efficiency_and_instruction_injector_shave() -> None:
     # 0.6 * lerp(375, 150, 600) + 0.4 * lerp(3000, 1500, 12000)
     # = 0.6 * 50 + 0.4 * 100 * (1 - 1500/10500) = 30 + 34.285714 = 64.285714
@@ -280,6 +283,7 @@ def test_context_efficiency_never_below_zero() -> None:
     assert row["context_efficiency"] == 0.0
 
 
+@pytest.mark.slow
 def test_surface_redundancy() -> None:
     # merge 0.6 (saved 400) + duplicate 0.6 = 1.2 -> 100 - clamp(1.2/4) * 100 = 70
     findings = [
@@ -438,6 +442,7 @@ def test_custom_weights_renormalise_and_disable_the_agreement_check() -> None:
     assert row["letter_agrees"] is None
 
 
+@pytest.mark.slow
 def test_agreement_with_the_report() -> None:
     findings = [surface(1500, 2, 150), finding("schema_smell", smell="deep_nesting")]
     # ours (offline, n=2): (30*100 + 15*100 + 15*70 + 15*100) / 75 = 7050/75 = 94.0 -> A
@@ -791,7 +796,7 @@ _REPORTS = st.lists(
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_REPORTS)
 def test_dimensions_in_range_and_overall_between_them(
     reports: list[tuple[list[dict[str, Any]], set[str]]],

@@ -106,6 +106,7 @@ def diff(lake: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_view_lists_the_changes_between_consecutive_versions(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
@@ -214,6 +215,7 @@ def test_sarif_is_valid_sarif_2_1_0(lake: Path, tmp_path: Path) -> None:
     assert all(rules[r["ruleIndex"]] == r["ruleId"] for r in results)
 
 
+@pytest.mark.slow
 def test_null_server_name_diffs_under_its_fingerprint(tmp_path: Path) -> None:
     # CONTRACT 3: a bare tool dump's server key is its fingerprint; its version is null
     fixture = Path(__file__).parent / "fixtures" / "mcp-xray-generated"

@@ -29,6 +29,7 @@ from pipeline.rubric import parse_rubric
 from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_surfaces
 from schemas import checked
 from schemas.surface import DIMENSIONS, SurfaceFindingScore, SurfaceRun, SurfaceScore
+from tests.examples import examples
 from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
@@ -84,7 +85,7 @@ def test_polars_round_is_not_pythons() -> None:
     assert round(4.35, 1) == 4.3
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     xs=st.lists(
         st.floats(allow_nan=False, allow_infinity=False)
@@ -98,7 +99,7 @@ def test_with_py_round_equals_python_round(xs: list[float], decimals: int) -> No
     assert py_round(xs, decimals) == [round(x, decimals) for x in xs]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     xs=st.lists(st.floats(-1e12, 1e12, allow_nan=False), min_size=1, max_size=30),
     divisor=st.sampled_from([3.0, 10.0, 450.0, 800.0, 1000.0, 2000.0, 10500.0, 7.0]),
@@ -107,7 +108,7 @@ def test_true_div_equals_python_division(xs: list[float], divisor: float) -> Non
     assert one(true_div(pl.col("x"), divisor), x=xs) == [x / divisor for x in xs]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from([0.1, 0.2, 0.3, 0.45, 0.55, 0.7, 1e16, -1e16, 0.001]), max_size=40))
 def test_ordered_sum_adds_in_order_like_python(values: list[float]) -> None:
     frame = pl.DataFrame(
@@ -217,6 +218,7 @@ def regraded() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     return _grade(list(texts), list(keys))
 
 
+@pytest.mark.slow
 def test_every_fixture_report_shows_what_mcp_xray_shows(
     regraded: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
 ) -> None:

@@ -95,6 +95,7 @@ EXPECTED_LETTERS = [
 ]
 
 
+@pytest.mark.slow
 def test_dry_run_previews_a_surface_weight_change(lake: Path, tmp_path: Path) -> None:
     rubric = _rubric(tmp_path)
     result = runner.invoke(
@@ -126,6 +127,7 @@ def test_dry_run_previews_a_surface_weight_change(lake: Path, tmp_path: Path) ->
     assert "fleet letters" in table.output
 
 
+@pytest.mark.slow
 def test_rescore_diff_shows_the_same_after_the_change(lake: Path, tmp_path: Path) -> None:
     before = json.loads(
         runner.invoke(
@@ -154,6 +156,7 @@ def test_rescore_diff_shows_the_same_after_the_change(lake: Path, tmp_path: Path
     assert diff["letter_distribution"] == EXPECTED_LETTERS
 
 
+@pytest.mark.slow
 def test_score_files_from_before_the_display_columns_are_scored_again(lake: Path) -> None:
     # an older version wrote surface_scores without overall_display and friends: the next run
     # notices (the views would lack the columns), removes them and scores those parts again

@@ -128,6 +128,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckD
     con.close()
 
 
+@pytest.mark.slow
 def test_surface_runs_view(warehouse: duckdb.DuckDBPyConnection) -> None:
     rows = warehouse.sql(
         "select server, server_version, overall, letter, schema_hygiene, rubric_id, tool_count "

@@ -104,6 +104,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return lake
 
 
+@pytest.mark.slow
 def test_run_summary_at_80_columns(lake: Path) -> None:
     out = _invoke("run", str(SAMPLE / "tasks" / "atlas.jsonl"), "--lake", str(lake))
     assert {"atlas", "1.3.0", "1.4.0", "duplicates"} <= _words(out)

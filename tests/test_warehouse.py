@@ -65,6 +65,7 @@ def con_of(lake: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
 
 
+@pytest.mark.slow
 def test_wilson_macro_matches_hand_arithmetic(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     con = con_of(tmp_path)
@@ -75,6 +76,7 @@ def test_wilson_macro_matches_hand_arithmetic(tmp_path: Path) -> None:
     assert high == pytest.approx(0.849961, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_empty_lake_has_every_view_and_no_rows(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     con = con_of(tmp_path)
@@ -97,6 +99,7 @@ def test_empty_lake_has_every_view_and_no_rows(tmp_path: Path) -> None:
         assert con.execute(f"select count(*) from {view}").fetchone() == (0,), view  # noqa: S608
 
 
+@pytest.mark.slow
 def test_by_agent_and_failure_reasons_by_hand(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_text(
@@ -194,6 +197,7 @@ def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return lake
 
 
+@pytest.mark.slow
 def test_a_copied_lake_opens_anywhere_with_every_view(
     sample_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -210,6 +214,7 @@ def test_a_copied_lake_opens_anywhere_with_every_view(
     assert_same_rows(found, expected)
 
 
+@pytest.mark.slow
 def test_an_older_duckdb_shell_opens_a_copy_from_another_folder(
     sample_lake: Path, tmp_path: Path
 ) -> None:
@@ -256,6 +261,7 @@ def test_written_in_a_storage_version_duckdb_1_5_reads(sample_lake: Path) -> Non
     assert meta["rubric_id"] == DEFAULT.rubric_id
 
 
+@pytest.mark.slow
 def test_the_views_read_no_file(sample_lake: Path, tmp_path: Path) -> None:
     copy = Path(shutil.copytree(sample_lake, tmp_path / "lake"))
     for folder in [*lk.LANDED_TABLES, "scores"]:
@@ -300,6 +306,7 @@ def count(lake: Path, sql: str, *params: object) -> int:
     return int(row[0])
 
 
+@pytest.mark.slow
 def test_readers_never_see_a_run_without_its_score(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -335,6 +342,7 @@ def test_readers_never_see_a_run_without_its_score(
     assert count(lake, "select count(*) from by_agent where mean_score is null") == 0
 
 
+@pytest.mark.slow
 def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "bad"], lake, DEFAULT)
@@ -365,6 +373,7 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
 
 
+@pytest.mark.slow
 def test_another_rubric_keeps_the_landed_tables_and_replaces_every_score(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "surface"], lake, DEFAULT)
@@ -387,6 +396,7 @@ def test_another_rubric_keeps_the_landed_tables_and_replaces_every_score(tmp_pat
     assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
 
 
+@pytest.mark.slow
 def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     for leftover in (".warehouse.duckdb.1a2b3c4d.tmp", ".warehouse.duckdb.1a2b3c4d.tmp.wal"):
@@ -395,6 +405,7 @@ def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
 
 
+@pytest.mark.slow
 def test_a_damaged_warehouse_file_is_built_again_from_nothing(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     jobs.run([SAMPLE / "tasks" / "atlas.jsonl"], lake, DEFAULT)
@@ -404,6 +415,7 @@ def test_a_damaged_warehouse_file_is_built_again_from_nothing(tmp_path: Path) ->
     assert count(lake, "select count(*) from task_runs") == runs
 
 
+@pytest.mark.slow
 def test_the_run_summary_prints_commands_that_open_the_warehouse(tmp_path: Path) -> None:
     lake = tmp_path / "the lake"
     result = CliRunner().invoke(

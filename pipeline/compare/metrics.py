@@ -67,6 +67,7 @@ def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) ->
 
 def z_value(confidence: float) -> float:
     """The two-sided normal quantile (1.959963984540054 at 95%, as the SQL macro z95)."""
+    # scipy.stats costs 1-3 s to import; only a computed interval needs it.
     from scipy import stats as sps
 
     return float(sps.norm.ppf(0.5 + confidence / 2.0))
