@@ -69,6 +69,116 @@ def _tool_tokens(spec: ServerSpec, version: int, seed: int, server_index: int) -
     return dict(zip(spec.tools, (int(v) for v in scaled), strict=True))
 
 
+def _token_cost(
+    probe: str, target: str | list[str], measurement: dict[str, Any], detail: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "probe": probe,
+        "kind": "token_cost",
+        "target": target,
+        "measurement": measurement,
+        "severity": 0.0,
+        "confidence": 0.7,
+        "detail": detail,
+    }
+
+
+def _tool_token_findings(
+    spec: ServerSpec, tokens: Mapping[str, int], common: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    union_total = sum(tokens.values())
+    findings = []
+    for name, count in tokens.items():
+        phases = [p for p, ts in spec.phases.items() if name in ts] if spec.phases else None
+        measurement = {
+            "scope": "tool",
+            "tokens": count,
+            "share": round(count / union_total, 3),
+            **common,
+            **({"phases": phases} if phases is not None else {}),
+        }
+        findings.append(_token_cost("static_hygiene", name, measurement, {}))
+    return findings
+
+
+def _unphased_surface(
+    spec: ServerSpec, tokens: Mapping[str, int], common: Mapping[str, Any], model: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The surface finding of a server that loads every tool at once, and its headline."""
+    total = sum(tokens.values())
+    measurement = {
+        "scope": "surface",
+        "tokens": total,
+        "tool_count": len(spec.tools),
+        "tokens_per_tool_avg": round(total / len(spec.tools), 1),
+        **common,
+        "model": model,
+    }
+    detail = {"empty_baseline": 3, "full": total + 3}
+    headline: dict[str, Any] = {
+        "phased": False,
+        "worst_phase": None,
+        "phase_tokens": None,
+        "union_tool_count": None,
+        "carried_tools": None,
+    }
+    return _token_cost("static_hygiene", list(spec.tools), measurement, detail), headline
+
+
+def _phase_findings(
+    phases: Mapping[str, tuple[str, ...]],
+    phase_tokens: Mapping[str, int],
+    common: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    return [
+        _token_cost(
+            "phase_surface",
+            list(ts),
+            {
+                "scope": "phase",
+                "phase": phase,
+                "tokens": phase_tokens[phase],
+                "tool_count": len(ts),
+                "tokens_per_tool_avg": round(phase_tokens[phase] / len(ts), 1),
+                **common,
+            },
+            {},
+        )
+        for phase, ts in phases.items()
+    ]
+
+
+def _phased_surface(
+    spec: ServerSpec,
+    phases: Mapping[str, tuple[str, ...]],
+    phase_tokens: dict[str, int],
+    common: Mapping[str, Any],
+    model: str | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The per-turn tax of a phased server is its worst phase; the union is never loaded."""
+    worst = max(phase_tokens, key=lambda phase: phase_tokens[phase])
+    worst_tools = phases[worst]
+    measurement = {
+        "scope": "surface",
+        "tokens": phase_tokens[worst],
+        "tool_count": len(worst_tools),
+        "tokens_per_tool_avg": round(phase_tokens[worst] / len(worst_tools), 1),
+        **common,
+        "model": model,
+        "phased": True,
+        "worst_phase": worst,
+    }
+    detail = {"phases": phase_tokens, "note": "per-turn tax = worst phase; union never co-loaded"}
+    headline = {
+        "phased": True,
+        "worst_phase": worst,
+        "phase_tokens": phase_tokens,
+        "union_tool_count": len(spec.tools),
+        "carried_tools": [],
+    }
+    return _token_cost("phase_surface", sorted(worst_tools), measurement, detail), headline
+
+
 def _token_findings(
     spec: ServerSpec,
     tokens: Mapping[str, int],
@@ -77,107 +187,14 @@ def _token_findings(
     model: str | None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Surface, phase and per-tool token_cost findings, and the headline's phase fields."""
-    union_total = sum(tokens.values())
-    tools = [
-        {
-            "probe": "static_hygiene",
-            "kind": "token_cost",
-            "target": name,
-            "measurement": {
-                "scope": "tool",
-                "tokens": count,
-                "share": round(count / union_total, 3),
-                "authoritative": authoritative,
-                "backend": backend,
-                **(
-                    {"phases": [p for p, ts in spec.phases.items() if name in ts]}
-                    if spec.phases
-                    else {}
-                ),
-            },
-            "severity": 0.0,
-            "confidence": 0.7,
-            "detail": {},
-        }
-        for name, count in tokens.items()
-    ]
     common = {"authoritative": authoritative, "backend": backend}
+    tools = _tool_token_findings(spec, tokens, common)
     if spec.phases is None:
-        surface = {
-            "probe": "static_hygiene",
-            "kind": "token_cost",
-            "target": list(spec.tools),
-            "measurement": {
-                "scope": "surface",
-                "tokens": union_total,
-                "tool_count": len(spec.tools),
-                "tokens_per_tool_avg": round(union_total / len(spec.tools), 1),
-                **common,
-                "model": model,
-            },
-            "severity": 0.0,
-            "confidence": 0.7,
-            "detail": {"empty_baseline": 3, "full": union_total + 3},
-        }
-        headline: dict[str, Any] = {
-            "phased": False,
-            "worst_phase": None,
-            "phase_tokens": None,
-            "union_tool_count": None,
-            "carried_tools": None,
-        }
+        surface, headline = _unphased_surface(spec, tokens, common, model)
         return [surface, *tools], headline
     phase_tokens = {phase: sum(tokens[t] for t in ts) for phase, ts in spec.phases.items()}
-    worst = max(phase_tokens, key=lambda phase: phase_tokens[phase])
-    phases = [
-        {
-            "probe": "phase_surface",
-            "kind": "token_cost",
-            "target": list(ts),
-            "measurement": {
-                "scope": "phase",
-                "phase": phase,
-                "tokens": phase_tokens[phase],
-                "tool_count": len(ts),
-                "tokens_per_tool_avg": round(phase_tokens[phase] / len(ts), 1),
-                **common,
-            },
-            "severity": 0.0,
-            "confidence": 0.7,
-            "detail": {},
-        }
-        for phase, ts in spec.phases.items()
-    ]
-    worst_tools = spec.phases[worst]
-    surface = {
-        "probe": "phase_surface",
-        "kind": "token_cost",
-        "target": sorted(worst_tools),
-        "measurement": {
-            "scope": "surface",
-            "tokens": phase_tokens[worst],
-            "tool_count": len(worst_tools),
-            "tokens_per_tool_avg": round(phase_tokens[worst] / len(worst_tools), 1),
-            **common,
-            "model": model,
-            "phased": True,
-            "worst_phase": worst,
-        },
-        "severity": 0.0,
-        "confidence": 0.7,
-        "detail": {
-            "phases": phase_tokens,
-            "note": "per-turn tax = worst phase; union never co-loaded",
-        },
-    }
-    headline = {
-        "phased": True,
-        "worst_phase": worst,
-        "phase_tokens": phase_tokens,
-        "union_tool_count": len(spec.tools),
-        "carried_tools": [],
-    }
-    return [surface, *phases, *tools], headline
+    surface, headline = _phased_surface(spec, spec.phases, phase_tokens, common, model)
+    return [surface, *_phase_findings(spec.phases, phase_tokens, common), *tools], headline
 
 
 def _coverage(spec: ServerSpec, version: int) -> tuple[list[str], list[dict[str, Any]]]:

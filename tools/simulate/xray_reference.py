@@ -112,92 +112,109 @@ def _of(
     ]
 
 
-def grade(findings: list[dict[str, Any]], ran: Sequence[str]) -> dict[str, Any]:
-    """mcp-xray's Grader.grade (grade.py), rounding exactly where it rounds."""
-    for f in findings:
-        f["severity"] = severity(f)
-    surface = next(iter(_of(findings, "token_cost", scope="surface")), None)
-    n = (
-        surface["measurement"]["tool_count"]
-        if surface
-        else len(
-            {
-                f["target"]
-                for f in _of(findings, "token_cost", scope="tool")
-                if isinstance(f["target"], str)
-            }
-        )
-    )
-    subs: dict[str, dict[str, Any]] = {}
+Finding = Mapping[str, Any]
+Subscore = dict[str, Any]
+
+
+def _tool_count(findings: Sequence[Finding], surface: Finding | None) -> int:
+    if surface is not None:
+        return int(surface["measurement"]["tool_count"])
+    per_tool = _of(findings, "token_cost", scope="tool")
+    return len({f["target"] for f in per_tool if isinstance(f["target"], str)})
+
+
+def _context_efficiency(findings: Sequence[Finding], surface: Finding | None) -> Subscore:
     if surface is None:
-        subs["context_efficiency"] = _sub(None, "context_efficiency", "no token data")
-    else:
-        m = surface["measurement"]
-        score = round(
-            0.6 * lerp(m["tokens_per_tool_avg"], 150, 600) + 0.4 * lerp(m["tokens"], 1500, 12000),
-            1,
-        )
-        inj = sum(
-            f["measurement"].get("tokens_est", 0)
-            for f in _of(findings, "hidden_injector", kind="instructions")
-        )
-        if inj:
-            score = round(max(0.0, score - _xc(inj / 2000) * 10), 1)
-        subs["context_efficiency"] = _sub(
-            score, "context_efficiency", f"{m['tokens']} surface tokens", 1
-        )
-    items = _of(findings, "merge_candidate") + _of(findings, "duplicate")
+        return _sub(None, "context_efficiency", "no token data")
+    m = surface["measurement"]
+    score = round(
+        0.6 * lerp(m["tokens_per_tool_avg"], 150, 600) + 0.4 * lerp(m["tokens"], 1500, 12000),
+        1,
+    )
+    inj = sum(
+        f["measurement"].get("tokens_est", 0)
+        for f in _of(findings, "hidden_injector", kind="instructions")
+    )
+    if inj:
+        score = round(max(0.0, score - _xc(inj / 2000) * 10), 1)
+    return _sub(score, "context_efficiency", f"{m['tokens']} surface tokens", 1)
+
+
+def _surface_redundancy(findings: Sequence[Finding], ran: Sequence[str]) -> Subscore:
     if "consolidate" not in ran:
-        subs["surface_redundancy"] = _sub(None, "surface_redundancy", "consolidate probe not run")
-    else:
-        score = round(max(0.0, 100 - _xc(sum(f["severity"] for f in items) / 4) * 100), 1)
-        subs["surface_redundancy"] = _sub(
-            score, "surface_redundancy", f"{len(items)} merge/duplicate", len(items)
-        )
+        return _sub(None, "surface_redundancy", "consolidate probe not run")
+    items = _of(findings, "merge_candidate") + _of(findings, "duplicate")
+    score = round(max(0.0, 100 - _xc(sum(f["severity"] for f in items) / 4) * 100), 1)
+    return _sub(score, "surface_redundancy", f"{len(items)} merge/duplicate", len(items))
+
+
+def _schema_and_descriptions(findings: Sequence[Finding], n: int) -> dict[str, Subscore]:
+    """schema_hygiene and description_quality: smells (and proxy selection errors) per tool."""
+    if n == 0:
+        return {
+            "schema_hygiene": _sub(None, "schema_hygiene", "no tools"),
+            "description_quality": _sub(None, "description_quality", "no tools"),
+        }
     smells = _of(findings, "schema_smell")
     structural = [f for f in smells if f["measurement"].get("smell") not in _XRAY_DESC]
     desc = [f for f in smells if f["measurement"].get("smell") in _XRAY_DESC]
     proxy = _of(findings, "selection_error", mode="confusability_proxy")
-    if n == 0:
-        subs["schema_hygiene"] = _sub(None, "schema_hygiene", "no tools")
-        subs["description_quality"] = _sub(None, "description_quality", "no tools")
-    else:
-        hygiene = round(
-            max(0.0, 100 - _xc(sum(f["severity"] for f in structural) / max(1, n)) * 100), 1
-        )
-        subs["schema_hygiene"] = _sub(
+    hygiene = round(
+        max(0.0, 100 - _xc(sum(f["severity"] for f in structural) / max(1, n)) * 100), 1
+    )
+    bad = sum(f["severity"] for f in desc) + sum(f["severity"] for f in proxy)
+    quality = round(max(0.0, 100 - _xc(bad / max(1, n)) * 100), 1)
+    return {
+        "schema_hygiene": _sub(
             hygiene,
             "schema_hygiene",
             f"{len(structural)} structural smell(s) over {n} tools",
             len(structural),
-        )
-        bad = sum(f["severity"] for f in desc) + sum(f["severity"] for f in proxy)
-        quality = round(max(0.0, 100 - _xc(bad / max(1, n)) * 100), 1)
-        subs["description_quality"] = _sub(
+        ),
+        "description_quality": _sub(
             quality,
             "description_quality",
             f"{len(desc)} description smell(s)",
             len(desc) + len(proxy),
-        )
+        ),
+    }
+
+
+def _selection_robustness(findings: Sequence[Finding], ran: Sequence[str], n: int) -> Subscore:
     if "noise" not in ran:
-        subs["selection_robustness"] = _sub(
-            None, "selection_robustness", "behavioral probe not run (no LLM)"
-        )
+        return _sub(None, "selection_robustness", "behavioral probe not run (no LLM)")
+    labeled = _of(findings, "selection_error", mode="labeled")
+    distractions = _of(findings, "distraction")
+    proxy = _of(findings, "selection_error", mode="confusability_proxy")
+    if labeled:
+        base = sum(f["measurement"].get("pass_rate", 1.0) for f in labeled) / len(labeled) * 100
     else:
-        labeled = _of(findings, "selection_error", mode="labeled")
-        distractions = _of(findings, "distraction")
-        if labeled:
-            base = sum(f["measurement"].get("pass_rate", 1.0) for f in labeled) / len(labeled) * 100
-        else:
-            base = max(0.0, 100 - _xc(len(proxy) / (n or 1)) * 60)
-        penalty = _xc(sum(f["measurement"].get("fire_rate", 0) for f in distractions) / 2) * 40
-        score = round(max(0.0, base - penalty), 1)
-        subs["selection_robustness"] = _sub(
-            score,
-            "selection_robustness",
-            f"{len(labeled)} labeled, {len(distractions)} distraction failure(s)",
-            len(labeled) + len(distractions),
-        )
+        base = max(0.0, 100 - _xc(len(proxy) / (n or 1)) * 60)
+    penalty = _xc(sum(f["measurement"].get("fire_rate", 0) for f in distractions) / 2) * 40
+    score = round(max(0.0, base - penalty), 1)
+    return _sub(
+        score,
+        "selection_robustness",
+        f"{len(labeled)} labeled, {len(distractions)} distraction failure(s)",
+        len(labeled) + len(distractions),
+    )
+
+
+def grade(findings: list[dict[str, Any]], ran: Sequence[str]) -> dict[str, Any]:
+    """mcp-xray's Grader.grade (grade.py), rounding exactly where it rounds.
+
+    Sets each finding's ``severity`` in place, as mcp-xray does before grading.
+    """
+    for f in findings:
+        f["severity"] = severity(f)
+    surface = next(iter(_of(findings, "token_cost", scope="surface")), None)
+    n = _tool_count(findings, surface)
+    subs: dict[str, Subscore] = {
+        "context_efficiency": _context_efficiency(findings, surface),
+        "surface_redundancy": _surface_redundancy(findings, ran),
+        **_schema_and_descriptions(findings, n),
+        "selection_robustness": _selection_robustness(findings, ran, n),
+    }
     measured = [s for s in subs.values() if s["measured"]]
     total_weight = sum(s["weight"] for s in measured) or 1.0
     overall = round(sum(s["score"] * s["weight"] for s in measured) / total_weight, 1)
