@@ -28,9 +28,6 @@ from tools.simulate.tasks import (
     uniform_columns,
 )
 
-# ---------------------------------------------------------------------------
-# Bulk generation for benchmarks, scale and comparison tests.
-# ---------------------------------------------------------------------------
 BULK_AGENTS = ("bench-a", "bench-b", "bench-c")
 BULK_VERSIONS = ("1.0.0", "1.1.0")
 BULK_OFFSETS = ("+00:00", "+02:00", "-07:00")

@@ -6,9 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# ---------------------------------------------------------------------------
-# Surface grades: synthetic mcp-xray reports.
-# ---------------------------------------------------------------------------
 ALL_TOOLS = "*"
 
 

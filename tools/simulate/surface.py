@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from tools.simulate import xray_reference
+from tools.simulate import records, xray_reference
 from tools.simulate.flat import write_bytes
 from tools.simulate.servers import ALL_TOOLS, EXTRA_SERVERS, SAMPLE_SERVERS, ServerSpec
 from tools.simulate.tasks import EPOCH
 
-XRAY_TOOL_VERSION = "1.5.0"
 INPUT_PRICE_PER_MTOK = 3.0
 NOISE_MODEL = "claude-sonnet-4-5"
 
@@ -44,19 +43,18 @@ def _spec_findings(spec: ServerSpec, version: int, ran: Sequence[str]) -> list[d
             if isinstance(item.target, tuple)
             else item.target
         )
+        measurement = {
+            key: _resolve(value, version, spec.tools) for key, value in item.measurement.items()
+        }
         findings.append(
-            {
-                "probe": item.probe,
-                "kind": item.kind,
-                "target": target,
-                "measurement": {
-                    key: _resolve(value, version, spec.tools)
-                    for key, value in item.measurement.items()
-                },
-                "severity": 0.0,
-                "confidence": item.confidence,
-                "detail": dict(item.detail or {}),
-            }
+            records.finding(
+                probe=item.probe,
+                kind=item.kind,
+                target=target,
+                measurement=measurement,
+                confidence=item.confidence,
+                detail=item.detail,
+            )
         )
     return findings
 
@@ -72,15 +70,14 @@ def _tool_tokens(spec: ServerSpec, version: int, seed: int, server_index: int) -
 def _token_cost(
     probe: str, target: str | list[str], measurement: dict[str, Any], detail: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "probe": probe,
-        "kind": "token_cost",
-        "target": target,
-        "measurement": measurement,
-        "severity": 0.0,
-        "confidence": 0.7,
-        "detail": detail,
-    }
+    return records.finding(
+        probe=probe,
+        kind="token_cost",
+        target=target,
+        measurement=measurement,
+        confidence=0.7,
+        detail=detail,
+    )
 
 
 def _tool_token_findings(
@@ -233,44 +230,41 @@ def build_report(spec: ServerSpec, version: int, seed: int, server_index: int) -
     generated = EPOCH + timedelta(
         days=(seed % 50) + server_index * 3 + version * 30, minutes=17 * server_index
     )
-    report: dict[str, Any] = {
-        "tool": "mcp-xray",
-        "version": XRAY_TOOL_VERSION,
-        "generated_at": generated.isoformat(),
-        "server": {
-            "name": name,
-            "version": server_version,
-            "transport": spec.transport,
-            "source": "+".join(spec.phases) if spec.phases else f"servers/{name}.json",
-            "fingerprint": hashlib.sha256(f"{seed}:{name}@{server_version}".encode()).hexdigest()[
-                :16
-            ],
-            "tool_count": len(spec.tools),
-        },
-        "grade": grade,
-        "headline": {
-            "surface_tokens_per_turn": per_turn,
-            "est_cost_per_1k_turns_usd": round(per_turn * INPUT_PRICE_PER_MTOK / 1000, 2),
-            "input_price_per_mtok": INPUT_PRICE_PER_MTOK,
-            "input_price_known": False,
-            "price_source": "built-in",
-            "authoritative": spec.noise,
-            "token_backend": backend,
-            "model": model,
-            **phase_headline,
-        },
-        "coverage": {"ran": ran, "skipped": skipped, "available": ["inventory"]},
-        "llm": {
-            "model": model,
-            "token_backend": backend,
-            "behavioral_probe": spec.noise,
-            "samples": 5 if spec.noise else None,
-        },
-        "findings": findings,
+    server = {
+        "name": name,
+        "version": server_version,
+        "transport": spec.transport,
+        "source": "+".join(spec.phases) if spec.phases else f"servers/{name}.json",
+        "fingerprint": hashlib.sha256(f"{seed}:{name}@{server_version}".encode()).hexdigest()[:16],
+        "tool_count": len(spec.tools),
     }
-    if spec.run_id and version in spec.run_id:
-        report["run_id"] = spec.run_id[version]
-    return report
+    headline = {
+        "surface_tokens_per_turn": per_turn,
+        "est_cost_per_1k_turns_usd": round(per_turn * INPUT_PRICE_PER_MTOK / 1000, 2),
+        "input_price_per_mtok": INPUT_PRICE_PER_MTOK,
+        "input_price_known": False,
+        "price_source": "built-in",
+        "authoritative": spec.noise,
+        "token_backend": backend,
+        "model": model,
+        **phase_headline,
+    }
+    llm = {
+        "model": model,
+        "token_backend": backend,
+        "behavioral_probe": spec.noise,
+        "samples": 5 if spec.noise else None,
+    }
+    return records.surface_report(
+        generated_at=generated.isoformat(),
+        server=server,
+        grade=grade,
+        headline=headline,
+        coverage={"ran": ran, "skipped": skipped, "available": ["inventory"]},
+        findings=findings,
+        llm=llm,
+        run_id=(spec.run_id or {}).get(version),
+    )
 
 
 def sample_reports(seed: int) -> list[dict[str, Any]]:

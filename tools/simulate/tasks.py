@@ -3,8 +3,8 @@
 ``build_task_flat`` is shared by the sample (``sample_tasks``) and the bulk runs
 (``bulk``): dotted column names (``grade.subscores.pov_quality``), a null cell
 meaning the key is absent; ``flat.write_flat_ndjson`` nests them into JSON Lines.
-``RUN_COLUMNS`` is the one list of a record's top-level fields (``records`` builds
-single records from it for the tests).
+``RUN_COLUMNS`` is ``records.TASK_FIELDS``, the one list of a record's top-level fields
+that the tests' single-record builders use too.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.rubric import DEFAULT_RUBRIC
+from tools.simulate.records import TASK_FIELDS
 
 ENV_TYPES = ("exploit", "detect", "patch", "audit")
 Floats = npt.NDArray[np.float64]
@@ -292,21 +293,8 @@ def _informational_columns() -> list[pl.Expr]:
     ]
 
 
-RUN_COLUMNS = (
-    "run_id",
-    "agent",
-    "agent_version",
-    "problem_id",
-    "env_type",
-    "project",
-    "defect_id",
-    "cwe",
-    "trial",
-    "graded_at",
-    "cost_usd",
-    "tokens",
-    "wall_seconds",
-)
+# The record's top-level fields; everything else sits under grade (or is informational).
+RUN_COLUMNS = TASK_FIELDS
 
 
 def build_task_flat(

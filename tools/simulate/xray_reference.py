@@ -12,9 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# ---------------------------------------------------------------------------
-# Surface grades: mcp-xray's arithmetic, ported (it rounds as it goes).
-# ---------------------------------------------------------------------------
 _XRAY_SMELLS = {
     "missing_description": 0.9,
     "tiny_description": 0.7,
