@@ -39,7 +39,7 @@ run: setup
 	$(BIN)/python -m pipeline run
 
 sample: setup
-	$(BIN)/python -m pipeline simulate --out data/sample
+	$(BIN)/python -m tools.simulate --out data/sample
 
 lint: setup-dev
 	$(BIN)/ruff check .

@@ -30,7 +30,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.simulate import ENV_TYPES
+from tools.simulate import ENV_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "bench" / "out"

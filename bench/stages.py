@@ -23,9 +23,9 @@ import polars as pl
 from pipeline import jobs, parts
 from pipeline import lake as lk
 from pipeline import score as task_score
-from pipeline import simulate as sim
 from pipeline.rubric import Rubric, load_rubric, parse_rubric
 from pipeline.warehouse import connect_read_only
+from tools import simulate as sim
 
 # Generating 10 million records in one frame would itself need ~20 GiB: the
 # file is written in slices of this many runs, each with its own seed.

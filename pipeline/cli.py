@@ -368,19 +368,6 @@ def surface_diff(
 
 
 @app.command()
-def simulate(
-    out: Annotated[Path, typer.Option("--out", help="Folder to write.")] = DEFAULT_SAMPLE,
-    seed: Annotated[int, typer.Option("--seed")] = 7,
-) -> None:
-    """Write the deterministic sample data (task grades, mcp-xray reports, bad lines)."""
-    from pipeline import simulate as sim
-
-    written = sim.write_sample(out, seed=seed)
-    for path in written:
-        console.print(f"wrote {path}", highlight=False)
-
-
-@app.command()
 def compare(
     agent: Annotated[str, typer.Option("--agent")],
     baseline: Annotated[str, typer.Option("--baseline")],

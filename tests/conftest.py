@@ -31,6 +31,7 @@ if str(REPO_ROOT) not in sys.path:
 # `make test-fast` selects this profile: every property test runs a tenth of its examples
 # (tests/examples.py); `make test` keeps the default profile and the full counts.
 settings.register_profile("fast", max_examples=FAST_EXAMPLES)
+from tools.simulate import records  # noqa: E402  (needs the repo root on sys.path)
 
 TEST_BATCH = "test-batch"
 
@@ -49,19 +50,21 @@ def make_task_record(
     weights: Mapping[str, float] | None = None,
     **grade: Any,
 ) -> dict[str, Any]:
-    """A raw contract record; ``weights`` default to an even split, ``grade`` adds
-    penalties, metadata, env_internal_failure, allow_unbounded."""
+    """A raw contract record built by ``tools.simulate.records``; ``weights`` default to an
+    even split, ``grade`` adds its optional fields (penalties, metadata, ...)."""
     if weights is None:
         weights = {name: 1.0 / len(subscores) for name in subscores} if subscores else {}
-    return {
-        "run_id": run_id,
-        "agent": "agent-a",
-        "agent_version": "1.0.0",
-        "problem_id": f"problem-{run_id}",
-        "env_type": env_type,
-        "graded_at": "2026-01-02T03:04:05+00:00",
-        "grade": {"subscores": dict(subscores), "weights": dict(weights), **grade},
-    }
+    return records.task_record(
+        run_id=run_id,
+        agent="agent-a",
+        agent_version="1.0.0",
+        problem_id=f"problem-{run_id}",
+        env_type=env_type,
+        graded_at="2026-01-02T03:04:05+00:00",
+        subscores=subscores,
+        weights=weights,
+        **grade,
+    )
 
 
 def _number(value: Any) -> float | None:

@@ -9,6 +9,9 @@ Two speeds of the same thing:
   ``mutated_files``) for the property tests, which shrink a failure to a
   small example.
 
+Records are built by ``tools.simulate.records`` (the sample generator's builders), so
+a contract field is added in one place; this module only chooses the values.
+
 Every generated line carries what must become of it (``Expect``), so a test
 checks more than "nothing was lost": a valid record must land, a broken one
 must be quarantined, and a few mutations whose fate the contract leaves open
@@ -28,13 +31,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-COMPONENTS: dict[str, tuple[str, ...]] = {
-    "exploit": ("defect_matching", "pov_quality", "summary_quality", "target_calls"),
-    "detect": ("defect_matching", "pov_quality", "summary_quality", "target_calls"),
-    "patch": ("patch_verified", "number_of_attempts", "size_of_patch", "minimization"),
-    "audit": ("audit",),
-}
-ENV_TYPES = tuple(COMPONENTS)
+from tools.simulate import ENV_TYPES, ENV_WEIGHTS, records
+
+# The default rubric's components per env type, as the sample generator reads them.
+COMPONENTS: dict[str, tuple[str, ...]] = {env: tuple(ENV_WEIGHTS[env]) for env in ENV_TYPES}
 KNOWN_KINDS = (
     "token_cost",
     "schema_smell",
@@ -106,60 +106,72 @@ def _timestamp(rng: random.Random) -> str:
     )
 
 
-def task_record(rng: random.Random, run_id: str) -> dict[str, Any]:
-    """A task grade that CONTRACT section 2 accepts."""
-    env = rng.choice(ENV_TYPES)
-    names = COMPONENTS[env]
-    subscores = {n: rng.choice((0.0, 1.0, round(rng.random(), 6))) for n in names}
-    weights = {n: round(rng.random(), 4) for n in names}
+def _task_metadata(rng: random.Random, env: str) -> dict[str, Any]:
     if env == "audit":
-        recall, precision = round(rng.random(), 3), round(rng.random(), 3)
-        subscores = {"audit": recall * precision}
-        metadata: dict[str, Any] = {
-            "recall": recall,
-            "precision": precision,
+        return {
+            "recall": round(rng.random(), 3),
+            "precision": round(rng.random(), 3),
             "found": [f"D-{k}" for k in range(rng.randrange(3))],
             "missed": [],
             "submissions": rng.randrange(10),
             "duplicates": 0,
             "non_crashers": rng.randrange(3),
         }
-    else:
-        metadata = {"note": {"why": _name(rng, "note")}, "list": [1, {"x": None}]}
+    return {"note": {"why": _name(rng, "note")}, "list": [1, {"x": None}]}
+
+
+def _maybe(rng: random.Random, rate: float, value: Callable[[], Any]) -> Any:
+    """``value()`` with probability ``rate``, else None (the builder leaves the field out)."""
+    return value() if rng.random() < rate else None
+
+
+def task_record(rng: random.Random, run_id: str) -> dict[str, Any]:
+    """A task grade that CONTRACT section 2 accepts, built by the generator's builder."""
+    env = rng.choice(ENV_TYPES)
+    names = COMPONENTS[env]
+    subscores = {n: rng.choice((0.0, 1.0, round(rng.random(), 6))) for n in names}
+    weights = {n: round(rng.random(), 4) for n in names}
+    metadata = _task_metadata(rng, env)
+    if env == "audit":
+        subscores = {"audit": metadata["recall"] * metadata["precision"]}
     if env == "patch" and rng.random() < 0.5:
         metadata["minimization"] = {
             "final_size": rng.randint(1, 500),
             "minimal_size": rng.randint(1, 100),
         }
-    grade: dict[str, Any] = {"subscores": subscores, "weights": weights, "metadata": metadata}
-    if rng.random() < 0.3:
-        grade["penalties"] = {"timeout": round(rng.random() / 4, 3)}
-    if rng.random() < 0.05:
-        grade["env_internal_failure"] = True
-        grade["env_internal_failure_logs"] = ["sandbox died", _name(rng, "log")]
-    if rng.random() < 0.05:
-        grade["allow_unbounded"] = True
-    record: dict[str, Any] = {
-        "run_id": run_id,
+    penalties = _maybe(rng, 0.3, lambda: {"timeout": round(rng.random() / 4, 3)})
+    failed = rng.random() < 0.05
+    logs = ["sandbox died", _name(rng, "log")] if failed else None
+    unbounded = _maybe(rng, 0.05, lambda: True)
+    required = {
         "agent": _name(rng, "agent"),
         "agent_version": rng.choice(("1.0.0", "2.1.3", "9f3c2ab", "2026-11-30")),
         "problem_id": _name(rng, "problem"),
-        "env_type": env,
         "graded_at": _timestamp(rng),
-        "grade": grade,
     }
-    if env != "audit":
-        record["defect_id"] = f"D-{rng.randrange(100)}"
-    if rng.random() < 0.7:
-        record["cwe"] = f"CWE-{rng.randrange(1000)}"
-    if rng.random() < 0.5:
-        record["project"] = _name(rng, "project")
-    if rng.random() < 0.6:
-        record["trial"] = rng.randrange(5)
-    for key in ("cost_usd", "tokens", "wall_seconds"):
-        if rng.random() < 0.5:
-            record[key] = round(rng.random() * 100, 3)
-    return record
+    optional = {
+        "defect_id": f"D-{rng.randrange(100)}" if env != "audit" else None,
+        "cwe": _maybe(rng, 0.7, lambda: f"CWE-{rng.randrange(1000)}"),
+        "project": _maybe(rng, 0.5, lambda: _name(rng, "project")),
+        "trial": _maybe(rng, 0.6, lambda: rng.randrange(5)),
+        **{
+            key: _maybe(rng, 0.5, lambda: round(rng.random() * 100, 3))
+            for key in ("cost_usd", "tokens", "wall_seconds")
+        },
+    }
+    return records.task_record(
+        run_id=run_id,
+        env_type=env,
+        subscores=subscores,
+        weights=weights,
+        metadata=metadata,
+        penalties=penalties,
+        env_internal_failure=True if failed else None,
+        env_internal_failure_logs=logs,
+        allow_unbounded=unbounded,
+        **required,
+        **optional,
+    )
 
 
 def _finding(rng: random.Random, kind: str, tools: list[str]) -> dict[str, Any]:
@@ -188,15 +200,15 @@ def _finding(rng: random.Random, kind: str, tools: list[str]) -> dict[str, Any]:
         measurement = {"recommend_jit": rng.random() < 0.5}
     else:
         measurement = {"bytes": rng.randint(0, 10**6)}
-    return {
-        "probe": rng.choice(PROBES),
-        "kind": kind,
-        "target": target,
-        "measurement": measurement,
-        "severity": round(rng.random(), 3),
-        "confidence": round(rng.random(), 3),
-        "detail": {"text": _name(rng, "detail")},
-    }
+    return records.finding(
+        probe=rng.choice(PROBES),
+        kind=kind,
+        target=target,
+        measurement=measurement,
+        severity=round(rng.random(), 3),
+        confidence=round(rng.random(), 3),
+        detail={"text": _name(rng, "detail")},
+    )
 
 
 def surface_report(rng: random.Random, run_id: str | None) -> dict[str, Any]:
@@ -204,41 +216,35 @@ def surface_report(rng: random.Random, run_id: str | None) -> dict[str, Any]:
     tool_count = rng.randint(1, 6)
     tools = [f"tool_{k}" for k in range(tool_count)]
     tokens = rng.randint(100, 5000)
-    findings = [
-        {
-            "probe": "static_hygiene",
-            "kind": "token_cost",
-            "target": tools,
-            "measurement": {
-                "scope": "surface",
-                "tokens": tokens,
-                "tool_count": tool_count,
-                "tokens_per_tool_avg": tokens / tool_count,
-            },
-            "severity": 0.0,
-            "confidence": 0.7,
-            "detail": {"full": tokens + 3},
-        }
-    ]
+    surface_cost = records.finding(
+        probe="static_hygiene",
+        kind="token_cost",
+        target=tools,
+        measurement={
+            "scope": "surface",
+            "tokens": tokens,
+            "tool_count": tool_count,
+            "tokens_per_tool_avg": tokens / tool_count,
+        },
+        confidence=0.7,
+        detail={"full": tokens + 3},
+    )
+    findings = [surface_cost]
     findings += [_finding(rng, rng.choice(KNOWN_KINDS), tools) for _ in range(rng.randint(0, 5))]
-    report: dict[str, Any] = {
-        "tool": "mcp-xray",
-        "version": "1.5.0",
-        "generated_at": _timestamp(rng),
-        "server": {
+    return records.surface_report(
+        generated_at=_timestamp(rng),
+        server={
             "name": _name(rng, "server"),
             "version": f"0.{rng.randrange(9)}.{rng.randrange(9)}",
             "fingerprint": f"{rng.getrandbits(64):016x}",
             "tool_count": tool_count,
         },
-        "grade": {"overall": round(rng.random() * 100, 1), "letter": "B", "subscores": {}},
-        "headline": {"phased": False, "worst_phase": None, "phase_tokens": None},
-        "coverage": {"ran": rng.sample(PROBES, rng.randint(1, 3))},
-        "findings": findings,
-    }
-    if run_id is not None:
-        report["run_id"] = run_id
-    return report
+        grade={"overall": round(rng.random() * 100, 1), "letter": "B", "subscores": {}},
+        headline={"phased": False, "worst_phase": None, "phase_tokens": None},
+        coverage={"ran": rng.sample(PROBES, rng.randint(1, 3))},
+        findings=findings,
+        run_id=run_id,
+    )
 
 
 # ------------------------------------------------------------------------------- mutations

@@ -15,6 +15,7 @@ from bench.python_scorer import score_record
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.score import TaskScoring, score_tasks
 from tests.examples import examples
+from tools.simulate import records
 
 # Hundreds of whole scorings each: the full suite runs them, the fast tier does not.
 pytestmark = pytest.mark.slow
@@ -73,23 +74,20 @@ def task_records(draw: st.DrawFn, run_id: str) -> dict[str, Any]:
         metadata["precision"] = draw(unit)
         if draw(st.booleans()) and "audit" in subscores:
             subscores["audit"] = metadata["recall"] * metadata["precision"]
-    grade: dict[str, Any] = {
-        "subscores": subscores,
-        "weights": weights,
-        "metadata": metadata,
-        "penalties": draw(st.dictionaries(st.sampled_from(["loss", "time"]), unit, max_size=2)),
-        "env_internal_failure": draw(st.booleans().map(lambda b: b and draw(st.booleans()))),
-        "allow_unbounded": draw(st.booleans()),
-    }
-    return {
-        "run_id": run_id,
-        "agent": "agent",
-        "agent_version": "1",
-        "problem_id": "p",
-        "env_type": env_type,
-        "graded_at": "2026-01-02T03:04:05+00:00",
-        "grade": grade,
-    }
+    return records.task_record(
+        run_id=run_id,
+        agent="agent",
+        agent_version="1",
+        problem_id="p",
+        env_type=env_type,
+        graded_at="2026-01-02T03:04:05+00:00",
+        subscores=subscores,
+        weights=weights,
+        metadata=metadata,
+        penalties=draw(st.dictionaries(st.sampled_from(["loss", "time"]), unit, max_size=2)),
+        env_internal_failure=draw(st.booleans().map(lambda b: b and draw(st.booleans()))),
+        allow_unbounded=draw(st.booleans()),
+    )
 
 
 @st.composite

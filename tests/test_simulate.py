@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import simulate as sim
 from tests.examples import examples
 from tests.paths import REAL_REPORTS
+from tools import simulate as sim
+from tools.simulate import xray_reference as xray
 
 GATES = {"exploit": "defect_matching", "detect": "defect_matching", "patch": "patch_verified"}
 FINDING_KINDS = {
@@ -387,7 +388,7 @@ def _overall(report: Mapping[str, Any]) -> float | None:
 
 def _letter(overall: float) -> str:
     rounded = _round1(overall)
-    return next((letter for cutoff, letter in sim._XRAY_BANDS if rounded >= cutoff), "F")
+    return next((letter for cutoff, letter in xray.BANDS if rounded >= cutoff), "F")
 
 
 def test_reports_have_the_real_shape(reports: list[dict[str, Any]]) -> None:
@@ -484,7 +485,7 @@ def test_reported_grade_agrees_with_contract_arithmetic(reports: list[dict[str, 
 @pytest.mark.parametrize("path", sorted(REAL_REPORTS.glob("*.json")), ids=lambda p: p.stem)
 def test_xray_port_reproduces_real_reports(path: Path) -> None:
     report = json.loads(path.read_text())
-    grade = sim._xray_grade(report["findings"], report["coverage"]["ran"])
+    grade = xray.grade(report["findings"], report["coverage"]["ran"])
     assert (grade["overall"], grade["letter"]) == (
         report["grade"]["overall"],
         report["grade"]["letter"],
@@ -495,14 +496,14 @@ def test_xray_port_reproduces_real_reports(path: Path) -> None:
 
 def test_xray_rounding_hand_computed() -> None:
     # lerp(235.6, 150, 600) = 100 * (1 - 85.6 / 450) = 80.977..., rounded to 81.0.
-    assert sim._xlerp(235.6, 150, 600) == 81.0
+    assert xray.lerp(235.6, 150, 600) == 81.0
     # (0.4 + clamp(400/800) * 0.4) * 0.7 * 0.6 = 0.6 * 0.42 = 0.252.
     merge = {
         "kind": "merge_candidate",
         "measurement": {"tokens_saved_est": 400, "wide_union": True, "mixes_read_write": True},
     }
-    assert sim._xseverity(merge) == 0.252
-    assert sim._xletter(86.9) == "B" and sim._xletter(59.9) == "F"
+    assert xray.severity(merge) == 0.252
+    assert xray.letter(86.9) == "B" and xray.letter(59.9) == "F"
 
 
 # --- the flat writer and bulk generation ----------------------------------------

@@ -27,10 +27,10 @@ from polars.testing import assert_frame_equal
 from pipeline import arrow_stages as stages
 from pipeline import jobs
 from pipeline import lake as lk
-from pipeline import simulate as sim
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.warehouse import build_warehouse, connect_read_only
 from tests.paths import REAL_REPORTS
+from tools import simulate as sim
 
 KEYS = {
     "task_scores": ["run_id"],

@@ -54,6 +54,8 @@ def test_the_wheel_holds_every_sql_file_and_the_schemas(wheel: Path) -> None:
         wanted = {str(p.relative_to(ROOT)) for p in files if "__pycache__" not in p.parts}
         assert wanted <= names, sorted(wanted - names)
     assert any(n.startswith("pipeline/sql/queries/") for n in names)
+    # The sample and bench generators are development tools, not the runtime package.
+    assert not [n for n in names if n.split("/")[0] in {"tools", "bench", "tests"}]
 
 
 def _third_party_imports() -> set[str]:

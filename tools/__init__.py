@@ -1,0 +1,1 @@
+"""Development tools: generators of sample and bench data (not shipped in the wheel)."""
