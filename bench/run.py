@@ -4,11 +4,15 @@
                         [--workdir DIR] [--keep] [--out bench/out]
 
 Every stage runs in its own process (``bench.stages``), in this order, on the
-same files: generate the JSON Lines; Polars' bare ``read_ndjson`` of them;
-``jobs.ingest`` into a fresh lake; a bare DuckDB scan of the Parquet columns
-scoring reads; ``jobs.score`` (a full rescore, warehouse included); the
-plain-Python scorer on a sample, extrapolated to N. One table comes out, on
-the terminal and as ``<out>/results-<N>.md`` and ``.json``.
+same files: generate the JSON Lines; Polars' bare ``read_ndjson`` of them; the
+hand-written DuckDB peer (``bench/peers/duckdb_run.py``); ``jobs.ingest`` into a
+fresh lake (what ``pipeline run`` does: ingest, score, warehouse); a bare DuckDB
+scan of the Parquet columns scoring reads; the hand-written Polars rescoring
+(``bench/peers/polars_rescore.py``); ``jobs.score`` (a full rescore, warehouse
+included); the plain-Python scorer on a sample, extrapolated to N; then
+``python -m pipeline --help`` against ``python -c "import polars, duckdb"``.
+Two tables come out, the stages and the issue-16 goals against the peers, on the
+terminal and as ``<out>/results-<N>.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,6 +47,15 @@ RESCORE_GOAL_RATIO = 2.0
 RESCORE_PEAK_GOAL_BYTES = 4 * 1024**3
 GIB = 1024**3
 MB = 1_000_000
+# Issue 16: "run within 1.2x of a hand-written DuckDB script", "score within 1.2x of a
+# hand-written Polars rescoring", "python -m pipeline --help under 0.5 s".
+RUN_PEER_GOAL_RATIO = 1.2
+SCORE_PEER_GOAL_RATIO = 1.2
+HELP_GOAL_SECONDS = 0.5
+# Start-up times are a second or less and the machine is shared: the median of a few.
+STARTUP_REPEATS = 5
+HELP_COMMAND = ("-m", "pipeline", "--help")
+IMPORT_COMMAND = ("-c", "import polars, duckdb")
 
 
 @dataclass
@@ -76,6 +90,122 @@ def run_stage(stage: str, params: dict[str, Any]) -> dict[str, Any]:
     lines = completed.stdout.strip().splitlines()
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+def time_startup(args: tuple[str, ...], repeats: int = STARTUP_REPEATS) -> dict[str, Any]:
+    """The median wall time of ``python ARGS`` in a fresh interpreter, from the bench."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, check=True
+        )
+        times.append(time.perf_counter() - started)
+    return {"seconds": statistics.median(times), "all_seconds": times, "peak_rss": 0}
+
+
+@dataclass
+class PeerRow:
+    work: str
+    pipeline: str
+    pipeline_seconds: float
+    pipeline_peak_gib: float | None
+    peer: str
+    peer_seconds: float
+    peer_peak_gib: float | None
+    ratio: float | None
+    goal: str
+
+
+def _ratio(ours: float, theirs: float) -> float | None:
+    return ours / theirs if theirs > 0 else None
+
+
+def peer_rows(ingested: int, results: dict[str, dict[str, Any]]) -> list[PeerRow]:
+    """Issue 16's goals: each pipeline command next to the hand-written script it must
+    stay near, measured in the same bench run."""
+    rows: list[PeerRow] = []
+    if "duckdb_peer" in results:
+        ingest, peer = results["ingest"], results["duckdb_peer"]
+        ratio = _ratio(ingest["seconds"], peer["seconds"])
+        rows.append(
+            PeerRow(
+                f"ingest + score, {ingested:,} runs",
+                "pipeline run (jobs.ingest)",
+                ingest["seconds"],
+                ingest["peak_rss"] / GIB,
+                "DuckDB read_json script",
+                peer["seconds"],
+                peer["peak_rss"] / GIB,
+                ratio,
+                _goal(ratio, RUN_PEER_GOAL_RATIO),
+            )
+        )
+    if "polars_peer" in results:
+        rescore, peer = results["rescore"], results["polars_peer"]
+        ratio = _ratio(rescore["seconds"], peer["seconds"])
+        rows.append(
+            PeerRow(
+                "rescore every landed run",
+                "pipeline score (jobs.score)",
+                rescore["seconds"],
+                rescore["peak_rss"] / GIB,
+                "Polars rescoring script",
+                peer["seconds"],
+                peer["peak_rss"] / GIB,
+                ratio,
+                _goal(ratio, SCORE_PEER_GOAL_RATIO),
+            )
+        )
+    if "help" in results and "import" in results:
+        help_s, import_s = results["help"]["seconds"], results["import"]["seconds"]
+        met = "met" if help_s < HELP_GOAL_SECONDS else "missed"
+        rows.append(
+            PeerRow(
+                "start-up",
+                "python -m pipeline --help",
+                help_s,
+                None,
+                'python -c "import polars, duckdb"',
+                import_s,
+                None,
+                _ratio(help_s, import_s),
+                f"{met} (<{HELP_GOAL_SECONDS:g} s)",
+            )
+        )
+    return rows
+
+
+PEER_HEADERS = ["work", "pipeline", "s", "peak GiB", "peer", "s", "peak GiB", "ratio", "goal"]
+
+
+def _peer_cells(row: PeerRow) -> list[str]:
+    return [
+        row.work,
+        row.pipeline,
+        _fmt(row.pipeline_seconds, ".2f"),
+        _fmt(row.pipeline_peak_gib, ".2f"),
+        row.peer,
+        _fmt(row.peer_seconds, ".2f"),
+        _fmt(row.peer_peak_gib, ".2f"),
+        "-" if row.ratio is None else f"{row.ratio:.2f}x",
+        row.goal,
+    ]
+
+
+def peer_markdown(rows: list[PeerRow]) -> list[str]:
+    if not rows:
+        return []
+    right = {2, 3, 5, 6, 7}
+    return [
+        "Against the hand-written peers (issue 16), same run:",
+        "",
+        "| " + " | ".join(PEER_HEADERS) + " |",
+        "|" + "|".join("---:" if i in right else "---" for i in range(len(PEER_HEADERS))) + "|",
+        *("| " + " | ".join(_peer_cells(row)) + " |" for row in rows),
+        "",
+    ]
 
 
 def _rate(amount: float, seconds: float) -> float | None:
@@ -209,7 +339,7 @@ def _cells(row: Row) -> list[str]:
 HEADERS = ["stage", "what", "s", "MB/s", "runs/s", "vs", "ratio", "goal", "peak RSS GiB"]
 
 
-def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
+def markdown(rows: list[Row], meta: dict[str, Any], peers: list[PeerRow] | None = None) -> str:
     ingested = (
         ""
         if meta["replicate"] == 1
@@ -229,6 +359,7 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in rows]
     lines += [
         "",
+        *peer_markdown(peers or []),
         *(
             [f"Rescore, where the time went: {meta['rescore_breakdown']}.", ""]
             if meta.get("rescore_breakdown")
@@ -241,6 +372,15 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def print_peer_table(console: Console, rows: list[PeerRow]) -> None:
+    table = Table(title="issue 16: the pipeline against hand-written peers, same run")
+    for index, header in enumerate(PEER_HEADERS):
+        table.add_column(header, justify="right" if index in {2, 3, 5, 6, 7} else "left")
+    for row in rows:
+        table.add_row(*_peer_cells(row))
+    console.print(table)
 
 
 def print_table(console: Console, rows: list[Row], meta: dict[str, Any]) -> None:
@@ -314,7 +454,11 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-", dir=args.workdir))
     try:
         jsonl, lake = workdir / "runs.jsonl", workdir / "lake"
-        common: dict[str, Any] = {"jsonl": str(jsonl), "lake": str(lake)}
+        common: dict[str, Any] = {
+            "jsonl": str(jsonl),
+            "lake": str(lake),
+            "peer_out": str(workdir / "peers"),
+        }
         if args.rubric:
             common["rubric"] = str(args.rubric.resolve())
         results: dict[str, dict[str, Any]] = {}
@@ -322,9 +466,11 @@ def main(argv: list[str] | None = None) -> int:
         plan: list[tuple[str, dict[str, Any]]] = [
             ("generate", {"n": ingested, "seed": args.seed, "env_types": args.env_types}),
             ("polars_read", {}),
+            ("duckdb_peer", {}),
             ("ingest", {}),
             *([("replicate", {"copies": args.replicate})] if args.replicate > 1 else []),
             ("duckdb_scan", {}),
+            ("polars_peer", {}),
             ("rescore", {"engine": args.engine, "master": args.master}),
             ("query", {}),
             ("python_scorer", {"sample": min(args.sample, ingested)}),
@@ -337,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"peak {results[stage]['peak_rss'] / GIB:.2f} GiB[/]",
                 highlight=False,
             )
+        console.print("[dim]bench: start-up times ...[/]", highlight=False)
+        results["help"] = time_startup(HELP_COMMAND)
+        results["import"] = time_startup(IMPORT_COMMAND)
         results["rescore"]["engine"] = args.engine
         size = int(results["generate"]["bytes"])
         meta = {
@@ -360,17 +509,25 @@ def main(argv: list[str] | None = None) -> int:
         }
         meta["rescore_breakdown"] = rescore_breakdown(results["rescore"])
         rows = build_rows(args.n, ingested, size, results)
+        peers = peer_rows(ingested, results)
         print_table(console, rows, meta)
+        print_peer_table(console, peers)
         args.out.mkdir(parents=True, exist_ok=True)
         suffix = "" if args.engine == "local" else f"-{args.engine}"
         if args.env_types != list(ENV_TYPES):
             suffix += "-" + "-".join(args.env_types)
         md_path = args.out / f"results-{args.n}{suffix}.md"
         json_path = args.out / f"results-{args.n}{suffix}.json"
-        md_path.write_text(markdown(rows, meta))
+        md_path.write_text(markdown(rows, meta, peers))
         json_path.write_text(
             json.dumps(
-                {"meta": meta, "rows": [asdict(r) for r in rows], "stages": results}, indent=2
+                {
+                    "meta": meta,
+                    "rows": [asdict(r) for r in rows],
+                    "peers": [asdict(r) for r in peers],
+                    "stages": results,
+                },
+                indent=2,
             )
             + "\n"
         )

@@ -99,6 +99,28 @@ def ingest(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def duckdb_peer(params: dict[str, Any]) -> dict[str, Any]:
+    """The hand-written DuckDB script (``bench/peers/duckdb_run.py``) on the same file."""
+    from bench.peers import duckdb_run
+    from bench.peers.rubric import DEFAULT_RUBRIC, load
+
+    out = Path(params["peer_out"]) / "duckdb"
+    duckdb_run.run(Path(params["jsonl"]), out, load(Path(params.get("rubric", DEFAULT_RUBRIC))))
+    return {"runs": pl.scan_parquet(out / "runs.parquet").select(pl.len()).collect().item()}
+
+
+def polars_peer(params: dict[str, Any]) -> dict[str, Any]:
+    """The hand-written Polars rescoring (``bench/peers/polars_rescore.py``) of the lake."""
+    from bench.peers import polars_rescore
+    from bench.peers.rubric import DEFAULT_RUBRIC, load
+
+    out = Path(params["peer_out"]) / "polars"
+    polars_rescore.rescore(
+        Path(params["lake"]), out, load(Path(params.get("rubric", DEFAULT_RUBRIC)))
+    )
+    return {"runs": pl.scan_parquet(out / "runs.parquet").select(pl.len()).collect().item()}
+
+
 def replicate(params: dict[str, Any]) -> dict[str, Any]:
     """Copy every landed part ``copies - 1`` more times, run ids prefixed, manifests too.
 
@@ -211,6 +233,8 @@ STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "generate": generate,
     "polars_read": polars_read,
     "ingest": ingest,
+    "duckdb_peer": duckdb_peer,
+    "polars_peer": polars_peer,
     "replicate": replicate,
     "duckdb_scan": duckdb_scan,
     "rescore": rescore,

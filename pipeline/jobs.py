@@ -58,7 +58,7 @@ from pipeline.sql import sql_text
 from pipeline.state import repair_state
 from pipeline.tables import print_table
 from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
-from schemas import checked, polars_schema
+from schemas import checked, checked_by_plan, polars_schema
 from schemas.registry import LANDED, SCORED
 from schemas.tasks import Quarantine, QuarantineResolved
 
@@ -631,7 +631,10 @@ def score_part(
         collected = pl.collect_all(list(lazy.values()), engine="streaming")
     with timed(seconds, "checks"):
         return {
-            name: checked(SCORED[name], frame) for name, frame in zip(lazy, collected, strict=True)
+            name: (checked_by_plan if name in task_score.PLAN_CHECKED else checked)(
+                SCORED[name], frame
+            )
+            for name, frame in zip(lazy, collected, strict=True)
         }
 
 

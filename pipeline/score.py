@@ -92,6 +92,10 @@ ENV_GATES_SCHEMA = pl.Schema(
     {"env_type": pl.String, "gate_component": pl.String, "env_known": pl.Boolean}
 )
 _EMPTY_ANOMALIES = pl.lit([], dtype=pl.List(pl.String))
+# The score tables whose value rules (status, weights and penalty totals >= 0) follow from
+# the landed tables' checks and the rubric's, and which come out sorted by their unique
+# keys: before a write they need only ``schemas.checked_by_plan``.
+PLAN_CHECKED = frozenset({"task_scores", "task_component_scores"})
 
 
 @dataclass(frozen=True)

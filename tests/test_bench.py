@@ -90,3 +90,27 @@ def test_markdown_holds_the_table_and_how_it_was_made() -> None:
     assert "| rescore | jobs.score full, local | 4.00 | - | 25,000 | bare scan | 8.0x |" in text
     assert "Rescore, where the time went: plan 2.00 s" in text
     assert "Command: `python -m bench.run --n 100000`" in text
+
+
+def test_peer_rows_give_each_issue_16_ratio_and_goal() -> None:
+    from bench.run import peer_markdown, peer_rows
+
+    results = {
+        **RESULTS,
+        "duckdb_peer": stage(4.0, 1.5),
+        "polars_peer": stage(2.0, 0.5),
+        "help": stage(0.45, 0.0),
+        "import": stage(0.3, 0.0),
+    }
+    run, score, startup = peer_rows(100_000, results)
+    assert run.ratio == pytest.approx(1.25)  # ingest 5 s / peer 4 s
+    assert run.goal == "missed (≤1.2x)"
+    assert score.ratio == pytest.approx(2.0)  # rescore 4 s / peer 2 s
+    assert score.goal == "missed (≤1.2x)"
+    assert startup.ratio == pytest.approx(1.5)
+    assert startup.goal == "met (<0.5 s)"
+    text = "\n".join(peer_markdown([run, score, startup]))
+    assert "| ingest + score, 100,000 runs | pipeline run (jobs.ingest) | 5.00 | 3.00 |" in text
+    assert "| 1.25x | missed (≤1.2x) |" in text
+    # Without the peers' stages (an older results file) there is no such table.
+    assert peer_rows(100_000, RESULTS) == []
