@@ -15,8 +15,8 @@ from bench.peers import duckdb_run, polars_rescore
 from bench.peers import rubric as peer_rubric
 from pipeline import jobs
 from pipeline import lake as lk
-from pipeline import simulate as sim
 from pipeline.rubric import load_rubric
+from tools import simulate as sim
 
 RUNS = 3_000
 TOLERANCE = 1e-9
