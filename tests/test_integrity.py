@@ -486,6 +486,44 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
     assert invoke("check", "--lake", str(lake))[0] == 0
 
 
+def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
+    sample_lake: tuple[Path, int], tmp_path: Path
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    target = _landed_file(lake, "task_runs")
+    _flip(target, target.stat().st_size // 2, keep_mtime=True)
+    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
+    assert code == 0, output
+    assert "does not match its manifest's SHA-256" in output
+    assert "removed whole" in output
+    # Its sources were read again in the same run: nothing lost, nothing twice.
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b'{"moves": 3}'])
+def test_a_broken_commit_journal_is_named_and_the_lake_kept_as_last_committed(
+    sample_lake: tuple[Path, int], tmp_path: Path, content: bytes
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    stage = lake / "_staging" / "20990101T000000-dead"
+    stage.mkdir(parents=True)
+    staged = stage / "000000.parquet"
+    pl.DataFrame({"x": [1]}).write_parquet(staged)
+    (stage / "COMMIT.json").write_bytes(content)
+    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
+    assert code == 0, output
+    note = next(line for line in output.splitlines() if "COMMIT.json" in line)
+    assert "not a valid commit journal" in note and "discarded" in note
+    assert not stage.exists()
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
 def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
