@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline import jobs, jsonsafe, stats
+from pipeline import ingest, jobs, jsonsafe, stats
 from pipeline.cli import app
 from pipeline.rubric import RubricError, parse_rubric
 from tests.test_ingest import quarantine, record, with_grade, write_jsonl
@@ -97,6 +97,32 @@ def test_an_integer_past_64_bits_is_quarantined_naming_its_path(
     assert reasons_by_line(lake)[1] == (
         f"integer {literal} at {path} is outside the 64-bit range (-2^63 to 2^63-1)"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "literal", "reason"),
+    [
+        ('"trial": 0', "9223372036854775808", "integer {} at $.trial is outside the 64-bit"),
+        ('"trial": 0', "18446744073709551616", "integer {} at $.trial is outside the 64-bit"),
+        ('"cost_usd": 0.25', "nan", "non-finite number {} at $.cost_usd"),
+        ('"cost_usd": 0.25', "-inf", "non-finite number {} at $.cost_usd"),
+        ('"cost_usd": 0.25', "Infinity", "non-finite number {} at $.cost_usd"),
+    ],
+)
+def test_a_record_large_enough_to_be_walked_level_by_level_is_judged_alike(
+    tmp_path: Path, old: str, literal: str, reason: str
+) -> None:
+    # Past LARGE_SUSPECT_BYTES a suspect is walked one level at a time instead of by
+    # json_tree: the same numbers must be refused, with the same path, the first in order.
+    base = record("big")
+    base["grade"]["metadata"]["padding"] = ["x" * 1000] * (ingest.LARGE_SUSPECT_BYTES // 1000)
+    base["later"] = "LATER"  # a second bad number, after the first in document order
+    line = replaced("big", old, f"{old.split(':')[0]}: {literal}", base)
+    line = line.replace('"LATER"', "1e999")
+    assert len(line) > ingest.LARGE_SUSPECT_BYTES
+    report, lake = ingest_lines(tmp_path, [line])
+    assert report.quarantined == 1
+    assert reasons_by_line(lake)[1].startswith(reason.format(literal))
 
 
 def test_a_trial_between_2_53_and_2_63_is_kept_exactly(tmp_path: Path) -> None:
