@@ -418,3 +418,31 @@ def test_a_rubric_read_from_an_endless_file_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "--rubric", "/dev/zero", "--lake", str(tmp_path / "lake")])
     assert result.exit_code == 2
     assert "larger than" in result.stderr
+
+
+# ----------------------------------------------------------------------------- acceptance
+
+
+@pytest.mark.slow
+def test_one_run_over_a_folder_mixing_every_shape_lands_and_counts_everything() -> None:
+    # Issue 12's acceptance scenario at CI size (bench/hostile_run.py --mixed runs it full):
+    # one `run` in its own process, then every line of every file accounted for.
+    from bench.hostile_run import GIB, run_mixed
+
+    small = {
+        "real_600_tools": 1,
+        "findings": 500,
+        "components": 2_000,
+        "metadata_list": 5_000,
+        "empty_objects": 20_000,
+        "gzip_bomb": 1_000_000,
+        "int64": 3,
+    }
+    result = run_mixed(small, good_runs=30, cap_bytes=4 * GIB)
+    assert result["exit_code"] == 0, result
+    assert result["normal_landed"] == 30
+    assert result["unaccounted"] == {}
+    assert result["lines_read"] == result["lines_counted"]
+    # 20k `{}` + 3 int64 + 786k bomb lines + 30 good + 4 large records.
+    assert int(str(result["lines_read"])) > 800_000
+    assert float(str(result["peak_rss_gib"])) < 2.5

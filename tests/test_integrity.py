@@ -770,3 +770,77 @@ def make_lake(tmp_path: Path, lake: Path) -> None:
     blank.parent.mkdir(parents=True, exist_ok=True)
     blank.write_text("\n")
     assert invoke("run", str(blank), "--lake", str(lake))[0] == 0
+
+
+# --- issue 13's acceptance walk, end to end --------------------------------------------------
+
+
+def _warehouse_rows(lake: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_issue_13_acceptance_walk_in_one_lake(tmp_path: Path) -> None:
+    import gzip
+
+    inbox, lake, outside = tmp_path / "inbox", tmp_path / "lake", tmp_path / "outside"
+    inbox.mkdir()
+    outside.mkdir()
+    make_lake(tmp_path, lake)
+    # A concatenated gzip (3 + 4 records), as `cat a.gz b.gz` makes.
+    first = "".join(json.dumps(record(f"g{i}")) + "\n" for i in range(3)).encode()
+    second = "".join(json.dumps(record(f"g{i}")) + "\n" for i in range(3, 7)).encode()
+    (inbox / "day.jsonl.gz").write_bytes(gzip.compress(first) + gzip.compress(second))
+    # A link to a file outside the inbox.
+    secret = outside / "secret.jsonl"
+    secret.write_text("root:SECRET-TEXT\n")
+    (inbox / "link.jsonl").symlink_to(secret)
+    # Penalties that overflow to infinity, lowercase nan in metadata, `findings` twice.
+    overflow = with_grade("inf", penalties={"a": 1e308, "b": 1e308}, allow_unbounded=True)
+    nan = replaced("nan", '"reason": "stack matched"', '"reason": nan')
+    findings = REPORT.replace('"findings": []', '"findings": [], "findings": [{"kind": "x"}]')
+    write_jsonl(inbox / "hostile.jsonl", [json.dumps(overflow), nan, findings])
+
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert f"{inbox / 'link.jsonl'}: a symbolic link" in output
+    assert _task_runs_count(lake) == 7  # every record of both gzip members
+    reasons = dict(
+        _warehouse_rows(lake, "select line, reason from quarantine where source like '%hostile%'")
+    )
+    assert reasons[1].startswith("grade.penalties add up to inf")
+    assert reasons[2] == "non-finite number nan at $.grade.metadata.defect_matching.reason"
+    assert "the report names the key findings more than once" in reasons[3]
+    # Nothing of the file outside was read, anywhere in the lake.
+    assert not any(b"SECRET-TEXT" in p.read_bytes() for p in lake.rglob("*") if p.is_file())
+    # No non-finite value in any view's numbers.
+    for view, column in [("task_runs", "score"), ("by_agent", "mean_score_runs")]:
+        assert _warehouse_rows(lake, f"select count(*) from {view} where not isfinite({column})")[
+            0
+        ] == (0,)
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+    # A deleted manifest, then a flipped byte (mtime kept): check names each, nightly mends
+    # each from the sources, and nothing is lost.
+    manifest = next(
+        p
+        for p in sorted((lake / "_parts").glob("*.json"))
+        if "task_runs" in json.loads(p.read_text())["tables"]
+    )
+    manifest.unlink()
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 1 and f"part {manifest.stem} has no manifest" in output
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0 and f"part {manifest.stem} had no manifest; rebuilt" in output
+    assert _task_runs_count(lake) == 7
+    target = _landed_file(lake, "task_runs")
+    _flip(target, target.stat().st_size // 2, keep_mtime=True)
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 1 and str(target) in output
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0 and "does not match its manifest's SHA-256" in output, output
+    assert _task_runs_count(lake) == 7
+    assert invoke("check", "--lake", str(lake))[0] == 0
