@@ -45,7 +45,7 @@ MEMORY_ENV = "PIPELINE_DUCKDB_MEMORY_BYTES"
 THREADS_ENV = "PIPELINE_DUCKDB_THREADS"
 
 
-def duckdb_config() -> dict[str, str | int]:
+def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
     """memory_limit and threads from PIPELINE_DUCKDB_MEMORY_BYTES (2 GiB) and
     PIPELINE_DUCKDB_THREADS (the machine's cores)."""
     memory = limit_from_env(MEMORY_ENV, DEFAULT_MEMORY_BYTES)
