@@ -39,14 +39,15 @@ def in_batches(frame: pl.DataFrame, rows: int = BATCH_ROWS) -> pl.DataFrame:
 
 
 # What DuckDB may use per pipeline connection (ingest, scoring): past it a query fails
-# with an out-of-memory error, which fails that input file alone (jobs._Lander).
-DEFAULT_MEMORY_BYTES = 2 * 1024**3
+# with an out-of-memory error, which fails that input file alone (jobs._Lander). The
+# genuine 600-tool mcp-xray report (21.5 MB) needs just over 2 GiB inside DuckDB.
+DEFAULT_MEMORY_BYTES = 4 * 1024**3
 MEMORY_ENV = "PIPELINE_DUCKDB_MEMORY_BYTES"
 THREADS_ENV = "PIPELINE_DUCKDB_THREADS"
 
 
 def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
-    """memory_limit and threads from PIPELINE_DUCKDB_MEMORY_BYTES (2 GiB) and
+    """memory_limit and threads from PIPELINE_DUCKDB_MEMORY_BYTES (4 GiB) and
     PIPELINE_DUCKDB_THREADS (the machine's cores)."""
     memory = limit_from_env(MEMORY_ENV, DEFAULT_MEMORY_BYTES)
     threads = limit_from_env(THREADS_ENV, os.cpu_count() or 1)
