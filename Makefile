@@ -6,7 +6,7 @@ N ?= 100000
 # The hostile shapes at a size that took main down or near it; `HOSTILE=` for every shape at full scale.
 HOSTILE ?= components=30000 metadata_list=100000 findings=10000 real_600_tools=1 empty_objects=2000000 gzip_bomb=100000000 long_line=1000000000 sparse=3000000000 int64=3
 
-.PHONY: setup setup-dev run test test-fast lint typecheck format bench bench-hostile sample clean
+.PHONY: setup setup-dev run test test-fast lint typecheck format bench bench-hostile bench-hostile-mixed sample clean
 
 # Running needs only the pipeline's own dependencies; `make run EXTRAS=spark` adds Spark
 # for `--engine spark`. Tests and the linters add the dev tools and Spark (its engine's
@@ -72,6 +72,12 @@ bench: setup
 # Peak RSS of `run` over each hostile shape (issue 12); HOSTILE="components=30000 ..." to choose.
 bench-hostile: setup
 	$(BIN)/python -m bench.hostile_run $(HOSTILE)
+
+# Issue 12's acceptance scenario: one run over every shape at full size with normal records
+# (`MIXED="gzip_bomb=100000000"` to shrink a shape); exits 1 unless every line is accounted for.
+MIXED ?=
+bench-hostile-mixed: setup
+	$(BIN)/python -m bench.hostile_run --mixed $(MIXED)
 
 clean:
 	rm -rf $(VENV) data/lake .pytest_cache .mypy_cache .ruff_cache

@@ -612,6 +612,16 @@ def replay_quarantine(
         f"(text not kept whole) in {report.seconds:.2f}s",
         highlight=False,
     )
+    if report.blocks:
+        console.print(
+            f"read again from their source files: {report.block_lines_read} line(s) of "
+            f"{report.blocks} counted block(s); {report.block_task_runs} task and "
+            f"{report.block_surface_runs} surface run(s) landed, {report.block_duplicates} "
+            f"already landed; {report.blocks_resolved} block(s) resolved, their "
+            f"{report.block_lines_quarantined_again} failing line(s) quarantined again "
+            "(a block where nothing lands stays as it was)",
+            highlight=False,
+        )
 
 
 def main() -> None:

@@ -208,7 +208,8 @@ LARGE_SUSPECT_BYTES = 64 * 1024
 
 
 def _non_finite(suspects: pl.DataFrame, con: duckdb.DuckDBPyConnection | None) -> pl.DataFrame:
-    """row_nr, path and literal of the first non-finite number of each suspect that has one."""
+    """row_nr, path, literal and number_problem of the first number of each suspect that no
+    column can hold (non-finite, or an integer past 64 bits); both walks judge alike."""
     schema = pl.Schema(
         {
             "row_nr": pl.UInt32,
@@ -225,9 +226,6 @@ def _non_finite(suspects: pl.DataFrame, con: duckdb.DuckDBPyConnection | None) -
     ):
         if rows.height:
             hits = run_sql(query, {"suspects": rows}, con=con)
-            if "number_problem" not in hits.columns:
-                # The level-by-level walk of large suspects finds non-finite numbers only.
-                hits = hits.with_columns(number_problem=pl.lit("non_finite"))
             found.append(hits.cast(schema).select(list(schema)))
     return pl.concat(found)
 

@@ -652,12 +652,18 @@ def pending_parts(lake: Path, rubric: Rubric) -> list[str]:
     return sorted(pending)
 
 
+# What an ingest (and a replay) reads of every landed part to dedupe against it. Their
+# files are hashed against the manifest on every read, since a byte flipped with the
+# mtime kept looks unchanged; a cache by (size, mtime, inode) would miss exactly that.
+INGEST_READS = (*RUN_TABLES, "quarantine", "quarantine_resolved")
+
+
 def prepare(lake: Path) -> list[str]:
     """Before any work, under the lock: finish or undo a dead run, rebuild broken state
-    files, then mend broken parts."""
+    files, then mend broken parts (a corrupt file that ingest reads counts as broken)."""
     notes = [f"recovered: {done}" for done in lk.recover(lake)]
     notes += repair_state(lake)
-    return notes + check_and_repair(lake).problems
+    return notes + check_and_repair(lake, hashed=INGEST_READS).problems
 
 
 def score_locked(

@@ -347,8 +347,27 @@ def _discard(stage: Path) -> None:
         stage.rmdir()
 
 
-def _apply(stage: Path) -> None:
-    journal = json.loads((stage / "COMMIT.json").read_text())
+def _journal(stage: Path) -> dict[str, list[Any]] | None:
+    """The stage's COMMIT.json, or None when it is not a journal (not JSON, wrong shape)."""
+    try:
+        journal = json.loads((stage / "COMMIT.json").read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    shaped = (
+        isinstance(journal, dict)
+        and isinstance(journal.get("moves"), list)
+        and isinstance(journal.get("deletes"), list)
+        and all(
+            isinstance(m, dict) and isinstance(m.get("from"), str) and isinstance(m.get("to"), str)
+            for m in journal["moves"]
+        )
+        and all(isinstance(d, str) for d in journal["deletes"])
+    )
+    return journal if shaped else None
+
+
+def _apply(stage: Path, journal: dict[str, list[Any]] | None = None) -> None:
+    journal = journal or json.loads((stage / "COMMIT.json").read_text())
     for move in journal["moves"]:
         source, target = Path(move["from"]), Path(move["to"])
         if source.exists():
@@ -370,7 +389,18 @@ def recover(lake: Path) -> list[str]:
         return done
     for stage in sorted(root.iterdir()):
         if (stage / "COMMIT.json").exists():
-            _apply(stage)
+            journal = _journal(stage)
+            if journal is None:
+                # The journal is written whole before any move, so a broken one was damaged
+                # afterwards: which moves it named is unknown. The staged files are dropped;
+                # the part checks that follow mend any part they had half-landed.
+                done.append(
+                    f"{stage / 'COMMIT.json'} is not a valid commit journal: its staged "
+                    f"files were discarded, the lake kept as last committed"
+                )
+                _discard(stage)
+                continue
+            _apply(stage, journal)
             done.append(f"completed {stage.name}")
         else:
             _discard(stage)

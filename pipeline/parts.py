@@ -120,15 +120,23 @@ def _missing_columns(path: Path) -> list[str]:
     return [name for name in polars_schema(model) if name not in present]
 
 
-def _part_problem(lake: Path, part: str, document: dict[str, Any], *, deep: bool) -> str | None:
-    """What is wrong with a part, or None (``document`` may get refreshed mtimes)."""
+def _part_problem(
+    lake: Path,
+    part: str,
+    document: dict[str, Any],
+    *,
+    deep: bool,
+    hashed: Collection[str] = (),
+) -> str | None:
+    """What is wrong with a part, or None (``document`` may get refreshed mtimes); the
+    files of ``hashed`` tables are hashed even when the part is not ``deep``."""
     facts: dict[str, dict[str, Any]] = document.get("files", {})
     for table, rows in document["tables"].items():
         path = lk.table_dir(lake, table) / f"{part}.parquet"
         if not path.exists():
             return f"part {part}: {path} is missing"
         if table in facts:
-            changed = _facts_problem(path, facts[table], deep=deep)
+            changed = _facts_problem(path, facts[table], deep=deep or table in hashed)
             if changed:
                 return f"part {part}: {changed}"
         found = _rows(path)
@@ -183,8 +191,11 @@ def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
     return manifest(tables, sorted(sources), facts)
 
 
-def survey(lake: Path, deep: Collection[str] | bool = False) -> Survey:
-    """What is wrong with the parts; ``deep`` (all, or these parts) hashes every file."""
+def survey(
+    lake: Path, deep: Collection[str] | bool = False, hashed: Collection[str] = ()
+) -> Survey:
+    """What is wrong with the parts; ``deep`` (all, or these parts) hashes every file, and
+    every part's files of the ``hashed`` tables are hashed too."""
     directory = lake / MANIFESTS
     manifests: dict[str, dict[str, Any]] = {}
     unreadable: dict[str, str] = {}
@@ -199,7 +210,7 @@ def survey(lake: Path, deep: Collection[str] | bool = False) -> Survey:
     for part, document in manifests.items():
         thorough = deep if isinstance(deep, bool) else part in deep
         before = json.dumps(document, sort_keys=True)
-        problem = _part_problem(lake, part, document, deep=thorough)
+        problem = _part_problem(lake, part, document, deep=thorough, hashed=hashed)
         if problem:
             broken[part] = problem
         elif json.dumps(document, sort_keys=True) != before:
@@ -252,13 +263,16 @@ def part_problems(lake: Path) -> list[str]:
     )
 
 
-def check_and_repair(lake: Path, deep: Collection[str] | bool = False) -> Repair:
+def check_and_repair(
+    lake: Path, deep: Collection[str] | bool = False, hashed: Collection[str] = ()
+) -> Repair:
     """Mend what ``survey`` finds; see the module docstring. Every change gets a note.
 
-    ``deep`` parts (all with True) have every file hashed against their manifest; the
-    others only when a file's size or mtime is not what landed."""
+    ``deep`` parts (all with True) have every file hashed against their manifest, and
+    every part its files of the ``hashed`` tables; the others only when a file's size or
+    mtime is not what landed."""
     repair = Repair()
-    found = survey(lake, deep)
+    found = survey(lake, deep, hashed)
     broken = dict(found.broken)
     rebuilt: dict[str, dict[str, Any]] = {}
     lost_sources: set[str] = set()

@@ -13,6 +13,10 @@ twice lands nothing new: a resolved line is not tried again.
 Not replayed, since their kept text is not the line that arrived: lines that
 were not UTF-8 (bad bytes shown as escapes), records over the size limit (cut
 to 1 KiB), the last line of a cut gzip stream, and whole-file problems.
+
+Counted blocks (bad lines past a file's first N, a file that failed whole, the
+rest of a file past the expansion limit) have no text: they are read again from
+their source file by line range (pipeline/replay_blocks.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pipeline import lake as lk
 from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
 from pipeline.parts import file_facts, manifest, manifest_path
 from pipeline.reader import LINE_SCHEMA, lines_of_text
+from pipeline.replay_blocks import BlockReplay, block_ranges
 from pipeline.rubric import Rubric
 from pipeline.warehouse import build_warehouse
 from schemas import checked, polars_schema
@@ -58,8 +63,20 @@ class ReplayReport:
     skipped_duplicates: int
     still_quarantined: int
     seconds: float
+    # Counted blocks (no text kept) read again from their source files (replay_blocks).
+    blocks: int = 0
+    block_lines_read: int = 0
+    block_task_runs: int = 0
+    block_surface_runs: int = 0
+    block_duplicates: int = 0
+    blocks_resolved: int = 0
+    block_lines_quarantined_again: int = 0
     # The scoring that followed (replay_quarantine with rescore), for what it changed.
     scored: jobs.ScoreResult | None = None
+
+    @property
+    def block_lines_released(self) -> int:
+        return self.block_task_runs + self.block_surface_runs + self.block_duplicates
 
     @property
     def released(self) -> int:
@@ -151,7 +168,13 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     part = f"{batch_id}-p00000"
     known = evolution.known_names(lake)
     found = evolution.names_of(frames, result.batch.task_keys)
+    index = jobs.landed_index(lake)
+    for table in jobs.RUN_TABLES:
+        index[table].add(frames[table].get_column("run_id"))
     with lk.Transaction(lake) as tx:
+        blocks = BlockReplay(
+            lake, tx, sorted(chosen.task.envs), batch_id, block_ranges(held), 1, index
+        )
         if any(found.values()):
             evolution.remember(tx, lake, found, known)
         # Appended, never rewritten: the quarantine rows stay as they were, and a line
@@ -168,17 +191,27 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
         if written:
             sources = frames["quarantine_resolved"]["source"].unique().to_list()
             tx.write_json(manifest_path(lake, part), manifest(written, sources, facts))
+        for lines in blocks.chunks():
+            blocks.replay_chunk(lines)
+        blocks_resolved, block_lines_again = blocks.finish()
     return ReplayReport(
         batch_id=batch_id,
         rubric_id=chosen.rubric_id,
         held=held.height,
-        not_replayable=held.height - candidates.height,
+        not_replayable=held.height - candidates.height - blocks.blocks.height,
         tried=candidates.height,
         landed_task_runs=frames["task_runs"].height,
         landed_surface_runs=frames["surface_runs"].height,
         skipped_duplicates=result.skipped_duplicates,
         still_quarantined=result.batch.quarantine.height,
         seconds=time.perf_counter() - started,
+        blocks=blocks.blocks.height,
+        block_lines_read=blocks.counts["lines"],
+        block_task_runs=blocks.counts["task"],
+        block_surface_runs=blocks.counts["surface"],
+        block_duplicates=blocks.counts["duplicates"],
+        blocks_resolved=blocks_resolved,
+        block_lines_quarantined_again=block_lines_again,
     )
 
 

@@ -5,12 +5,15 @@ Frames are handed to DuckDB as Arrow-backed views; values never enter SQL text.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
+
+from pipeline.reader import limit_from_env
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
@@ -35,8 +38,24 @@ def in_batches(frame: pl.DataFrame, rows: int = BATCH_ROWS) -> pl.DataFrame:
     )
 
 
+# What DuckDB may use per pipeline connection (ingest, scoring): past it a query fails
+# with an out-of-memory error, which fails that input file alone (jobs._Lander). The
+# genuine 600-tool mcp-xray report (21.5 MB) needs just over 2 GiB inside DuckDB.
+DEFAULT_MEMORY_BYTES = 4 * 1024**3
+MEMORY_ENV = "PIPELINE_DUCKDB_MEMORY_BYTES"
+THREADS_ENV = "PIPELINE_DUCKDB_THREADS"
+
+
+def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
+    """memory_limit and threads from PIPELINE_DUCKDB_MEMORY_BYTES (4 GiB) and
+    PIPELINE_DUCKDB_THREADS (the machine's cores)."""
+    memory = limit_from_env(MEMORY_ENV, DEFAULT_MEMORY_BYTES)
+    threads = limit_from_env(THREADS_ENV, os.cpu_count() or 1)
+    return {"memory_limit": f"{memory}B", "threads": threads}
+
+
 def connect() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
+    con = duckdb.connect(config=duckdb_config())
     con.execute(sql_text("queries/session.sql"))
     return con
 

@@ -106,7 +106,9 @@ class Quarantine(pa.DataFrameModel):
 
 
 # superseded: the same place was read again and quarantined with other text (no run).
-RESOLUTIONS = ("landed", "duplicate", "superseded")
+# reread: a counted block (no text) was read again from its source; its lines are now runs
+# or quarantine rows of the replay's batch (the row is at the block's first line).
+RESOLUTIONS = ("landed", "duplicate", "superseded", "reread")
 
 
 class QuarantineResolved(pa.DataFrameModel):
@@ -118,7 +120,8 @@ class QuarantineResolved(pa.DataFrameModel):
 
     source: str
     line: pl.Int64 = pa.Field(ge=1)
-    raw: str
+    # Null for a block (``reread``), whose quarantine row has no text either.
+    raw: str = pa.Field(nullable=True)
     run_id: str = pa.Field(nullable=True)
     # landed: the line is that run now; duplicate: a run of the same content had landed.
     outcome: str = pa.Field(isin=list(RESOLUTIONS))

@@ -22,10 +22,11 @@ from bench.hostile import (
     good_records,
     gzip_bomb,
     int64_overflow,
+    many_findings,
     sparse_file,
     task_record,
 )
-from pipeline import ingest, jobs
+from pipeline import ingest, jobs, sql
 from pipeline import lake as lk
 from pipeline.cli import app
 from pipeline.ingest import KEEP_BAD_LINES_ENV
@@ -109,6 +110,35 @@ def test_an_unforeseen_failure_quarantines_its_file_whole_and_the_run_goes_on(
     again = jobs.ingest([folder], lake)
     assert (again.quarantined, again.already_quarantined, again.skipped_duplicates) == (0, 9, 10)
     assert again.accounted == again.lines_read == 19
+
+
+def test_duckdb_takes_its_memory_and_threads_from_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(sql.MEMORY_ENV, str(64 * MIB))
+    monkeypatch.setenv(sql.THREADS_ENV, "1")
+    con = sql.connect()
+    try:
+        got = con.sql("select current_setting('memory_limit'), current_setting('threads')")
+        assert got.fetchall() == [("64.0 MiB", 1)]
+    finally:
+        con.close()
+
+
+def test_a_file_past_the_duckdb_budget_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    report = many_findings(folder, 3000)
+    good_records(folder, 10)
+    # 16 MB: the 3000-finding report needs more inside DuckDB, ten small records do not.
+    monkeypatch.setenv(sql.MEMORY_ENV, str(16_000_000))
+    lake = tmp_path / "lake"
+    output = _run([folder], lake)
+    assert f"{report}: could not be read or landed, quarantined whole: OutOfMemory" in output
+    assert _query(lake, "select count(*) from task_runs") == [(10,)]
+    assert _query(lake, "select source, lines from quarantine") == [(str(report), 1)]
 
 
 def test_the_rest_of_a_failed_file_follows_it_into_quarantine(
@@ -398,3 +428,31 @@ def test_a_rubric_read_from_an_endless_file_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "--rubric", "/dev/zero", "--lake", str(tmp_path / "lake")])
     assert result.exit_code == 2
     assert "larger than" in result.stderr
+
+
+# ----------------------------------------------------------------------------- acceptance
+
+
+@pytest.mark.slow
+def test_one_run_over_a_folder_mixing_every_shape_lands_and_counts_everything() -> None:
+    # Issue 12's acceptance scenario at CI size (bench/hostile_run.py --mixed runs it full):
+    # one `run` in its own process, then every line of every file accounted for.
+    from bench.hostile_run import GIB, run_mixed
+
+    small = {
+        "real_600_tools": 1,
+        "findings": 500,
+        "components": 2_000,
+        "metadata_list": 5_000,
+        "empty_objects": 20_000,
+        "gzip_bomb": 1_000_000,
+        "int64": 3,
+    }
+    result = run_mixed(small, good_runs=30, cap_bytes=4 * GIB)
+    assert result["exit_code"] == 0, result
+    assert result["normal_landed"] == 30
+    assert result["unaccounted"] == {}
+    assert result["lines_read"] == result["lines_counted"]
+    # 20k `{}` + 3 int64 + 262k bomb lines + 30 good + 4 large records.
+    assert int(str(result["lines_read"])) > 280_000
+    assert float(str(result["peak_rss_gib"])) < 2.5

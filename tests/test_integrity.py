@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline import jobs, jsonsafe
+from pipeline import ingest, jobs, jsonsafe
 from pipeline.cli import app
 from pipeline.compare import stats
 from pipeline.rubric import RubricError, parse_rubric
@@ -99,6 +99,32 @@ def test_an_integer_past_64_bits_is_quarantined_naming_its_path(
     assert reasons_by_line(lake)[1] == (
         f"integer {literal} at {path} is outside the 64-bit range (-2^63 to 2^63-1)"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "literal", "reason"),
+    [
+        ('"trial": 0', "9223372036854775808", "integer {} at $.trial is outside the 64-bit"),
+        ('"trial": 0', "18446744073709551616", "integer {} at $.trial is outside the 64-bit"),
+        ('"cost_usd": 0.25', "nan", "non-finite number {} at $.cost_usd"),
+        ('"cost_usd": 0.25', "-inf", "non-finite number {} at $.cost_usd"),
+        ('"cost_usd": 0.25', "Infinity", "non-finite number {} at $.cost_usd"),
+    ],
+)
+def test_a_record_large_enough_to_be_walked_level_by_level_is_judged_alike(
+    tmp_path: Path, old: str, literal: str, reason: str
+) -> None:
+    # Past LARGE_SUSPECT_BYTES a suspect is walked one level at a time instead of by
+    # json_tree: the same numbers must be refused, with the same path, the first in order.
+    base = record("big")
+    base["grade"]["metadata"]["padding"] = ["x" * 1000] * (ingest.LARGE_SUSPECT_BYTES // 1000)
+    base["later"] = "LATER"  # a second bad number, after the first in document order
+    line = replaced("big", old, f"{old.split(':')[0]}: {literal}", base)
+    line = line.replace('"LATER"', "1e999")
+    assert len(line) > ingest.LARGE_SUSPECT_BYTES
+    report, lake = ingest_lines(tmp_path, [line])
+    assert report.quarantined == 1
+    assert reasons_by_line(lake)[1].startswith(reason.format(literal))
 
 
 def test_a_trial_between_2_53_and_2_63_is_kept_exactly(tmp_path: Path) -> None:
@@ -495,6 +521,46 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
 
 
 @pytest.mark.slow
+def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
+    sample_lake: tuple[Path, int], tmp_path: Path
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    target = _landed_file(lake, "task_runs")
+    _flip(target, target.stat().st_size // 2, keep_mtime=True)
+    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
+    assert code == 0, output
+    assert "does not match its manifest's SHA-256" in output
+    assert "removed whole" in output
+    # Its sources were read again in the same run: nothing lost, nothing twice.
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content", [b"", b"{not json", b'{"moves": 3}'])
+def test_a_broken_commit_journal_is_named_and_the_lake_kept_as_last_committed(
+    sample_lake: tuple[Path, int], tmp_path: Path, content: bytes
+) -> None:
+    original, runs = sample_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    stage = lake / "_staging" / "20990101T000000-dead"
+    stage.mkdir(parents=True)
+    staged = stage / "000000.parquet"
+    pl.DataFrame({"x": [1]}).write_parquet(staged)
+    (stage / "COMMIT.json").write_bytes(content)
+    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
+    assert code == 0, output
+    note = next(line for line in output.splitlines() if "COMMIT.json" in line)
+    assert "not a valid commit journal" in note and "discarded" in note
+    assert not stage.exists()
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+@pytest.mark.slow
 def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
@@ -683,7 +749,9 @@ def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
     hashed.clear()
     with lk.lake_lock(lake):
         assert jobs.prepare(lake) == []
-    assert hashed == []
+    # Then only what ingest reads to dedupe is hashed again (a flip keeps the mtime).
+    assert sorted(hashed) == sorted(p for p in landed if p.parent.name in jobs.INGEST_READS)
+    assert any(p.parent.name not in jobs.INGEST_READS for p in landed)
 
 
 def test_an_ungated_env_may_be_given_a_gate() -> None:
@@ -723,3 +791,78 @@ def make_lake(tmp_path: Path, lake: Path) -> None:
     blank.parent.mkdir(parents=True, exist_ok=True)
     blank.write_text("\n")
     assert invoke("run", str(blank), "--lake", str(lake))[0] == 0
+
+
+# --- issue 13's acceptance walk, end to end --------------------------------------------------
+
+
+def _warehouse_rows(lake: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_issue_13_acceptance_walk_in_one_lake(tmp_path: Path) -> None:
+    import gzip
+
+    inbox, lake, outside = tmp_path / "inbox", tmp_path / "lake", tmp_path / "outside"
+    inbox.mkdir()
+    outside.mkdir()
+    make_lake(tmp_path, lake)
+    # A concatenated gzip (3 + 4 records), as `cat a.gz b.gz` makes.
+    first = "".join(json.dumps(record(f"g{i}")) + "\n" for i in range(3)).encode()
+    second = "".join(json.dumps(record(f"g{i}")) + "\n" for i in range(3, 7)).encode()
+    (inbox / "day.jsonl.gz").write_bytes(gzip.compress(first) + gzip.compress(second))
+    # A link to a file outside the inbox.
+    secret = outside / "secret.jsonl"
+    secret.write_text("root:SECRET-TEXT\n")
+    (inbox / "link.jsonl").symlink_to(secret)
+    # Penalties that overflow to infinity, lowercase nan in metadata, `findings` twice.
+    overflow = with_grade("inf", penalties={"a": 1e308, "b": 1e308}, allow_unbounded=True)
+    nan = replaced("nan", '"reason": "stack matched"', '"reason": nan')
+    findings = REPORT.replace('"findings": []', '"findings": [], "findings": [{"kind": "x"}]')
+    write_jsonl(inbox / "hostile.jsonl", [json.dumps(overflow), nan, findings])
+
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert f"{inbox / 'link.jsonl'}: a symbolic link" in output
+    assert _task_runs_count(lake) == 7  # every record of both gzip members
+    reasons = dict(
+        _warehouse_rows(lake, "select line, reason from quarantine where source like '%hostile%'")
+    )
+    assert reasons[1].startswith("grade.penalties add up to inf")
+    assert reasons[2] == "non-finite number nan at $.grade.metadata.defect_matching.reason"
+    assert "the report names the key findings more than once" in reasons[3]
+    # Nothing of the file outside was read, anywhere in the lake.
+    assert not any(b"SECRET-TEXT" in p.read_bytes() for p in lake.rglob("*") if p.is_file())
+    # No non-finite value in any view's numbers.
+    finite = (
+        "select (select count(*) from task_runs where not isfinite(score))"
+        " + (select count(*) from by_agent where not isfinite(mean_score_runs))"
+    )
+    assert _warehouse_rows(lake, finite) == [(0,)]
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+    # A deleted manifest, then a flipped byte (mtime kept): check names each, nightly mends
+    # each from the sources, and nothing is lost.
+    manifest = next(
+        p
+        for p in sorted((lake / "_parts").glob("*.json"))
+        if "task_runs" in json.loads(p.read_text())["tables"]
+    )
+    manifest.unlink()
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 1 and f"part {manifest.stem} has no manifest" in output
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0 and f"part {manifest.stem} had no manifest; rebuilt" in output
+    assert _task_runs_count(lake) == 7
+    target = _landed_file(lake, "task_runs")
+    _flip(target, target.stat().st_size // 2, keep_mtime=True)
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 1 and str(target) in output
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0 and "does not match its manifest's SHA-256" in output, output
+    assert _task_runs_count(lake) == 7
+    assert invoke("check", "--lake", str(lake))[0] == 0

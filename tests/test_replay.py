@@ -3,6 +3,7 @@ waits in quarantine until the rubric has it, then replay-quarantine lands it onc
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from pathlib import Path
@@ -16,7 +17,8 @@ from typer.testing import CliRunner
 from pipeline import jobs
 from pipeline.cli import app
 from pipeline.evolution import schema_news
-from pipeline.reader import MAX_DEPTH_ENV, MAX_RECORD_BYTES_ENV
+from pipeline.ingest import KEEP_BAD_LINES_ENV
+from pipeline.reader import MAX_DEPTH_ENV, MAX_EXPANDED_BYTES_ENV, MAX_RECORD_BYTES_ENV
 from pipeline.replay import replay_quarantine, unresolved
 from pipeline.rubric import parse_rubric
 from tests.strategies import surface_report, task_record
@@ -233,3 +235,128 @@ def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path) -> No
     assert schema_news({"task_runs": batch["task_runs"].head(0)}, lake)["task_fields"] == []
     old_batch = {"task_runs": rows(lake, "task_runs").filter(pl.col("run_id") == "old")}
     assert "grader_build" not in schema_news(old_batch, lake)["task_fields"]
+
+
+# --- counted blocks: read again from their source ---------------------------------------------
+
+
+def _quarantine_view(lake: Path) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        return con.execute(
+            "select line, line_end, lines, raw is null, reason from quarantine order by line"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def _fuzz_night(path: Path, fuzz: int, bad: int, *, gz: bool = False) -> Path:
+    lines = [json.dumps(fuzz_record(f"f{i}")) for i in range(fuzz)] + ["{}"] * bad
+    text = "".join(line + "\n" for line in lines).encode()
+    if gz:
+        # Two members, as `cat a.gz b.gz` makes: the block is read from both.
+        half = len(lines) // 2
+        first = "".join(line + "\n" for line in lines[:half]).encode()
+        path.write_bytes(gzip.compress(first) + gzip.compress(text[len(first) :]))
+    else:
+        path.write_bytes(text)
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_bad_lines_kept_as_blocks_are_read_again_from_their_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gz: bool
+) -> None:
+    monkeypatch.setenv(KEEP_BAD_LINES_ENV, "10")
+    lake = tmp_path / "lake"
+    source = _fuzz_night(tmp_path / ("night.jsonl.gz" if gz else "night.jsonl"), 40, 30, gz=gz)
+    first = jobs.run([source], lake, parse_rubric({}))
+    assert first.ingest.quarantined == 70
+    # Lines 1-10 in full; 11-40 (unknown env type) and 41-70 (`{}`) as blocks.
+    before = _quarantine_view(lake)
+    assert [row[:4] for row in before] == [(n, n, 1, False) for n in range(1, 11)] + [
+        (11, 40, 30, True),
+        (41, 70, 30, True),
+    ]
+
+    report = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert (report.tried, report.landed_task_runs) == (10, 10)
+    assert (report.blocks, report.block_lines_read, report.block_task_runs) == (2, 60, 30)
+    assert (report.blocks_resolved, report.block_lines_quarantined_again) == (1, 0)
+    landed = rows(lake, "task_runs").sort("line")
+    assert landed["line"].to_list() == list(range(1, 41))
+    assert set(landed["source"]) == {str(source)}
+    # The `{}` block, where nothing landed, is as it was; every line is in one place.
+    assert [row[:4] for row in _quarantine_view(lake)] == [(41, 70, 30, True)]
+    resolved = rows(lake, "quarantine_resolved").filter(pl.col("outcome") == "reread")
+    assert resolved.select("line", "raw").rows() == [(11, None)]
+
+    again = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert (again.tried, again.blocks, again.block_task_runs, again.blocks_resolved) == (
+        0,
+        1,
+        0,
+        0,
+    )
+    assert rows(lake, "task_runs").height == 40
+    assert _quarantine_view(lake) == [row for row in before if row[0] == 41]
+
+
+def test_a_file_that_failed_whole_is_read_again_and_its_bad_lines_stay_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    good = [json.dumps(task_record(random.Random(i), f"g{i}")) for i in range(5)]
+    source = write(tmp_path / "night.jsonl", [good[0], "garbage", *good[1:], "{}"])
+    real = jobs.build_batch
+
+    def failing(lines, env_types, batch_id):  # type: ignore[no-untyped-def]
+        raise MemoryError
+
+    monkeypatch.setattr(jobs, "build_batch", failing)
+    jobs.run([source], lake, parse_rubric({}))
+    assert [row[:4] for row in _quarantine_view(lake)] == [(1, 7, 7, True)]
+    monkeypatch.setattr(jobs, "build_batch", real)
+
+    report = replay_quarantine(lake)
+    assert (report.block_task_runs, report.blocks_resolved) == (5, 1)
+    assert report.block_lines_quarantined_again == 2
+    view = _quarantine_view(lake)
+    assert [(row[0], row[2], row[3]) for row in view] == [(2, 1, False), (7, 1, False)]
+    assert view[0][4] == "not valid JSON (the line does not parse)"
+    assert sorted(rows(lake, "task_runs")["line"].to_list()) == [1, 3, 4, 5, 6]
+
+
+def test_the_rest_of_a_file_past_the_expansion_limit_lands_once_the_limit_is_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    records = [json.dumps(task_record(random.Random(i), f"z{i}")) for i in range(200)]
+    source = tmp_path / "big.jsonl.gz"
+    source.write_bytes(gzip.compress("".join(r + "\n" for r in records).encode()))
+    monkeypatch.setenv(MAX_EXPANDED_BYTES_ENV, "20000")
+    first = jobs.run([source], lake, parse_rubric({}))
+    cut = first.ingest.landed_task_runs
+    assert 0 < cut < 200
+    # Under the same limit the block is read again, lands nothing, and stays as it was.
+    same = replay_quarantine(lake)
+    assert (same.blocks, same.blocks_resolved) == (1, 0)
+    assert len(_quarantine_view(lake)) == 1
+    monkeypatch.delenv(MAX_EXPANDED_BYTES_ENV)
+    raised = replay_quarantine(lake)
+    assert (raised.block_task_runs, raised.blocks_resolved) == (200 - cut, 1)
+    assert _quarantine_view(lake) == []
+    assert sorted(rows(lake, "task_runs")["line"].to_list()) == list(range(1, 201))
+
+
+def test_a_block_whose_source_is_gone_stays_unresolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEEP_BAD_LINES_ENV, "1")
+    lake = tmp_path / "lake"
+    source = _fuzz_night(tmp_path / "night.jsonl", 5, 0)
+    jobs.run([source], lake, parse_rubric({}))
+    source.unlink()
+    report = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert (report.landed_task_runs, report.blocks, report.block_lines_read) == (1, 1, 0)
+    assert [row[:3] for row in _quarantine_view(lake)] == [(2, 5, 4)]

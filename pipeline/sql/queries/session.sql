@@ -39,10 +39,11 @@ end;
 -- text at most once, and nesting is bounded by the reader's depth limit.
 -- roots: a relation (row_nr, node_type, node): each document as JSON and its json_type.
 -- Output: row_nr, fullkey (the path as json_tree writes it: a key that is not a plain
--- identifier quoted, a."b.c"; list items as [i]), node_type (its json_type), node (JSON).
+-- identifier quoted, a."b.c"; list items as [i]), place (the child indexes from the root,
+-- which order nodes as the document does), node_type (its json_type), node (JSON).
 create or replace temp macro json_nodes(roots) as table
-with recursive nodes (row_nr, fullkey, node_type, node) as (
-    select row_nr, '$', node_type, node
+with recursive nodes (row_nr, fullkey, place, node_type, node) as (
+    select row_nr, '$', []::bigint[], node_type, node
     from query_table(roots)
     union all
     select
@@ -59,10 +60,16 @@ with recursive nodes (row_nr, fullkey, node_type, node) as (
                 else list_transform(range(json_array_length(node)::bigint), lambda i: '[' || i || ']')
             end
         ),
+        list_append(place, unnest(range(
+            case
+                when node_type = 'OBJECT' then len(json_keys(node))
+                else json_array_length(node)
+            end::bigint
+        ))),
         json_type(unnest(list_concat(json_extract(node, '$.*'), json_extract(node, '$[*]')))),
         unnest(list_concat(json_extract(node, '$.*'), json_extract(node, '$[*]')))
     from nodes
     where node_type in ('OBJECT', 'ARRAY')
 )
-select row_nr, fullkey, node_type, node
+select row_nr, fullkey, place, node_type, node
 from nodes;
