@@ -35,9 +35,7 @@ def test_the_walk_gives_every_node_with_json_trees_path_and_type() -> None:
 
 def test_large_and_small_suspects_name_the_same_non_finite_path() -> None:
     suspects = pl.DataFrame({"row_nr": range(len(DOCS)), "raw": DOCS})
-    small = run_sql("ingest/non_finite.sql", {"suspects": suspects}).select(
-        "row_nr", "path", "literal"
-    )
+    small = run_sql("ingest/non_finite.sql", {"suspects": suspects})
     large = run_sql("ingest/non_finite_large.sql", {"suspects": suspects})
     assert large.sort("row_nr").to_dicts() == small.sort("row_nr").to_dicts()
     assert large["path"].to_list() == ["$.m[0].k"]
