@@ -1,9 +1,9 @@
 """A plain-Python, row-by-row scorer of CONTRACT section 4.
 
 Two jobs: the baseline ``make bench`` times the vectorized pipeline against,
-and an independent oracle for the property tests (``pipeline.score`` must
+and an independent oracle for the property tests (``pipeline.tasks.score`` must
 agree with it to 1e-9). It reads raw contract records (CONTRACT section 2)
-directly and shares no code with ``pipeline.score`` beyond the Rubric, so a
+directly and shares no code with ``pipeline.tasks.score`` beyond the Rubric, so a
 mistake in one is unlikely to be repeated in the other.
 """
 

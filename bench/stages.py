@@ -20,11 +20,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipeline import jobs, parts
-from pipeline import lake as lk
-from pipeline import score as task_score
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import Rubric, load_rubric, parse_rubric
-from pipeline.warehouse import connect_read_only
+from pipeline.storage import lake as lk
+from pipeline.storage import parts
+from pipeline.tasks import score as task_score
+from pipeline.warehouse.build import connect_read_only
 from tools import simulate as sim
 
 # Generating 10 million records in one frame would itself need ~20 GiB: the
@@ -194,7 +195,7 @@ def rescore(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rescore_spark(lake: Path, rubric: Rubric, master: str) -> dict[str, Any]:
-    from pipeline.spark_engine import score_with_spark
+    from pipeline.engines.spark import score_with_spark
 
     with lk.lake_lock(lake):
         lk.recover(lake)

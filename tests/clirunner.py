@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from pipeline.cli.commands import app
 
 
 @dataclass(frozen=True)

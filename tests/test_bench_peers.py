@@ -13,9 +13,9 @@ import pytest
 
 from bench.peers import duckdb_run, polars_rescore
 from bench.peers import rubric as peer_rubric
-from pipeline import jobs
-from pipeline import lake as lk
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import load_rubric
+from pipeline.storage import lake as lk
 from tools import simulate as sim
 
 RUNS = 3_000

@@ -26,15 +26,17 @@ from bench.hostile import (
     sparse_file,
     task_record,
 )
-from pipeline import ingest, jobs, sql
-from pipeline import lake as lk
-from pipeline.cli import app
-from pipeline.ingest import KEEP_BAD_LINES_ENV
-from pipeline.query import MEMORY_ENV as QUERY_MEMORY_ENV
-from pipeline.query import SECONDS_ENV as QUERY_SECONDS_ENV
-from pipeline.reader import Limits, iter_line_chunks, read_lines, scan_inputs
+from pipeline.cli.commands import app
+from pipeline.core import sql
+from pipeline.ingest import batch as ingest
+from pipeline.ingest.batch import KEEP_BAD_LINES_ENV
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse import warehouse_path
+from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs
+from pipeline.storage import lake as lk
+from pipeline.warehouse.build import warehouse_path
+from pipeline.warehouse.query import MEMORY_ENV as QUERY_MEMORY_ENV
+from pipeline.warehouse.query import SECONDS_ENV as QUERY_SECONDS_ENV
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,7 +223,7 @@ def _peak_rss_of(code: str) -> int:
 def test_a_sparse_file_of_one_huge_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
     path = sparse_file(tmp_path, 1_000_000_000)
     code = (
-        "from pathlib import Path\nfrom pipeline.reader import iter_line_chunks\n"
+        "from pathlib import Path\nfrom pipeline.sources.files import iter_line_chunks\n"
         f"chunks = list(iter_line_chunks([Path({str(path)!r})]))\n"
         "assert chunks[0].frame['problem'][0].startswith('record is 1000000000 bytes')\n"
     )

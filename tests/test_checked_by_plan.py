@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from pipeline.rubric import parse_rubric
-from pipeline.score import PLAN_CHECKED, score_tasks
+from pipeline.tasks.score import PLAN_CHECKED, score_tasks
 from schemas import checked, checked_by_plan, unique_keys
 from schemas.registry import SCORED
 from schemas.tasks import TaskComponentScore, TaskScore

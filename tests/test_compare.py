@@ -20,8 +20,8 @@ from pipeline.compare import (
     stats,
     version_history,
 )
-from pipeline.lake import InputError
-from pipeline.warehouse import create_views
+from pipeline.storage.lake import InputError
+from pipeline.warehouse.build import create_views
 from tests.examples import examples
 
 try:

@@ -16,11 +16,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipeline import jobs
-from pipeline import lake as lk
-from pipeline.query import run_query
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse import WarehouseError, build_warehouse
+from pipeline.storage import lake as lk
+from pipeline.warehouse.build import WarehouseError, build_warehouse
+from pipeline.warehouse.query import run_query
 from tests.strategies import corpus, jsonl_bytes
 
 RUBRIC = parse_rubric({})

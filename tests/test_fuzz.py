@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import jobs
-from pipeline.ingest import DEFAULT_KEEP_BAD_LINES, quarantined_lines
-from pipeline.jobs import IngestReport
-from pipeline.lake import InputError
-from pipeline.reader import (
+from pipeline.ingest.batch import DEFAULT_KEEP_BAD_LINES, quarantined_lines
+from pipeline.jobs import commands as jobs
+from pipeline.jobs.commands import IngestReport
+from pipeline.rubric import parse_rubric
+from pipeline.sources.files import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_RECORD_BYTES,
     MAX_DEPTH_ENV,
@@ -33,7 +33,7 @@ from pipeline.reader import (
     max_record_bytes_setting,
     nesting_depth,
 )
-from pipeline.rubric import parse_rubric
+from pipeline.storage.lake import InputError
 from tests.examples import examples
 from tests.strategies import (
     Expect,

@@ -11,10 +11,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipeline import jobs
-from pipeline import lake as lk
-from pipeline.reader import read_lines
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
+from pipeline.sources.files import read_lines
+from pipeline.storage import lake as lk
 from tests.clirunner import pipeline
 
 

@@ -21,9 +21,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline import ingest, jobs, jsonsafe
-from pipeline.cli import app
+from pipeline.cli.commands import app
 from pipeline.compare import stats
+from pipeline.core import jsonsafe
+from pipeline.ingest import batch as ingest
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import RubricError, parse_rubric
 from tests.test_ingest import quarantine, record, with_grade, write_jsonl
 
@@ -687,7 +689,7 @@ def test_a_line_read_again_still_bad_keeps_one_quarantine_row(tmp_path: Path) ->
     write_jsonl(source, [json.dumps(record("x", agent=None))])
     report = jobs.ingest([source], lake)
     assert report.quarantined == 1
-    from pipeline.replay import unresolved
+    from pipeline.jobs.replay import unresolved
 
     rows = unresolved(lake)  # the older row is superseded by the newer reading of its place
     assert rows.height == 1
@@ -731,8 +733,8 @@ def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
     original, _ = sample_lake
     lake = tmp_path / "lake"
     shutil.copytree(original, lake, copy_function=shutil.copy)  # new mtimes
-    from pipeline import lake as lk
-    from pipeline import parts
+    from pipeline.storage import lake as lk
+    from pipeline.storage import parts
 
     hashed: list[Path] = []
     real = parts.file_facts

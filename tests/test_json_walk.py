@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.sql import connect, run_sql
+from pipeline.core.sql import connect, run_sql
 
 DOCS = [
     '{"a": 1, "b": [true, null, {"c.d": "x", "e": []}], "f": {}, "g": {"h": -2.5e3}}',

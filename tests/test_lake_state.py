@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from pipeline.cli.commands import app
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse import connect_read_only
+from pipeline.warehouse.build import connect_read_only
 from tests.strategies import task_record
 
 runner = CliRunner()
@@ -408,7 +408,7 @@ def test_the_same_bad_file_spelled_three_ways_is_quarantined_once(
 
 @pytest.mark.slow
 def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
-    from pipeline import jobs
+    from pipeline.jobs import commands as jobs
 
     lake = tmp_path / "lake"
     source = write(tmp_path / "in" / "a.jsonl", ["garbage", fuzz_line("f1")])
@@ -478,7 +478,7 @@ def test_run_and_nightly_summaries_name_what_is_new(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path) -> None:
-    from pipeline import jobs
+    from pipeline.jobs import commands as jobs
 
     lake = tmp_path / "lake"
     jobs.ingest([tasks(tmp_path / "a" / "a.jsonl", "p1")], lake)
@@ -497,9 +497,9 @@ def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path
 
 
 def test_task_fields_from_ingests_parse_equal_a_fresh_parse_of_the_records() -> None:
-    from pipeline.evolution import names_of
-    from pipeline.ingest import build_batch, landed_frames
-    from pipeline.reader import LINE_SCHEMA, lines_of_text
+    from pipeline.ingest.batch import build_batch, landed_frames
+    from pipeline.ingest.evolution import names_of
+    from pipeline.sources.files import LINE_SCHEMA, lines_of_text
 
     records = [task_record(random.Random(i), f"r{i}") for i in range(30)]
     records[3]["extra"] = {"deep": {"er": 1}}

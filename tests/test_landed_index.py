@@ -6,7 +6,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.landed_index import LandedIndex
+from pipeline.storage.landed_index import LandedIndex
 from tests.examples import examples
 
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import jobs
-from pipeline.lake import LANDED_TABLES, RUBRIC_TABLES, SCORE_TABLES
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
+from pipeline.storage.lake import LANDED_TABLES, RUBRIC_TABLES, SCORE_TABLES
 from tests.examples import examples
 from tests.strategies import (
     HOSTILE_NAMES,

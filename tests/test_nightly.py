@@ -13,9 +13,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline import jobs, nightly
-from pipeline.lake import CRASH_AT_ENV, LakeBusyError, lake_lock
+from pipeline.jobs import commands as jobs
+from pipeline.jobs import nightly
 from pipeline.rubric import parse_rubric
+from pipeline.storage.lake import CRASH_AT_ENV, LakeBusyError, lake_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample"

@@ -14,9 +14,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline import jobs
-from pipeline.cli import app
-from pipeline.query import (
+from pipeline.cli.commands import app
+from pipeline.jobs import commands as jobs
+from pipeline.rubric import parse_rubric
+from pipeline.warehouse.build import WarehouseError
+from pipeline.warehouse.query import (
     QueryError,
     QueryRefused,
     as_markdown,
@@ -24,8 +26,6 @@ from pipeline.query import (
     readable,
     run_query,
 )
-from pipeline.rubric import parse_rubric
-from pipeline.warehouse import WarehouseError
 from tests.strategies import surface_report, task_record
 
 runner = CliRunner()

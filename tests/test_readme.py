@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline import jobs
-from pipeline.query import run_query
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import load_rubric, parse_rubric
+from pipeline.warehouse.query import run_query
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline import jobs
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse import (
+from pipeline.warehouse.build import (
     WarehouseError,
     create_views,
     models,

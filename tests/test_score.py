@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.rubric import Rubric, parse_rubric
-from pipeline.score import (
+from pipeline.tasks.score import (
     ScoringInputError,
     env_gates_frame,
     minimization_subscore,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bench.python_scorer import score_record
 from pipeline.rubric import Rubric, parse_rubric
-from pipeline.score import TaskScoring, score_tasks
+from pipeline.tasks.score import TaskScoring, score_tasks
 from tests.examples import examples
 from tools.simulate import records
 

@@ -1,7 +1,7 @@
 """The Spark engine scores exactly like the local engine, through the same Arrow stages.
 
 Without Spark: the pure ``Arrow table -> Arrow table`` stages of
-``pipeline.arrow_stages`` give, part by part, what ``jobs.score_part`` gives,
+``pipeline.engines.arrow_stages`` give, part by part, what ``jobs.score_part`` gives,
 however the runs are split into batches. With Spark (``local[2]``, one
 session for the whole test run): ``score_with_spark`` writes, through a
 Transaction, the same score files at the same paths as ``jobs.score``, every
@@ -24,11 +24,11 @@ import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipeline import arrow_stages as stages
-from pipeline import jobs
-from pipeline import lake as lk
+from pipeline.engines import arrow_stages as stages
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import Rubric, parse_rubric
-from pipeline.warehouse import build_warehouse, connect_read_only
+from pipeline.storage import lake as lk
+from pipeline.warehouse.build import build_warehouse, connect_read_only
 from tests.paths import REAL_REPORTS
 from tools import simulate as sim
 
@@ -230,7 +230,7 @@ def test_a_batch_without_a_needed_column_is_refused_by_name(landed: Path) -> Non
 
 
 def _score_on_spark(lake: Path, rubric: Rubric, session: Any) -> dict[str, int]:
-    from pipeline.spark_engine import score_with_spark
+    from pipeline.engines.spark import score_with_spark
 
     with lk.lake_lock(lake), lk.Transaction(lake) as tx:
         return score_with_spark(lake, rubric, _parts(lake), tx, spark=session)
@@ -289,7 +289,7 @@ def test_spark_writes_what_the_local_engine_writes(
 def test_an_aborted_spark_scoring_leaves_the_lake_as_it_was(
     landed: Path, tmp_path: Path, spark: Any
 ) -> None:
-    from pipeline.spark_engine import score_with_spark
+    from pipeline.engines.spark import score_with_spark
 
     lake = _copy(landed, tmp_path, "aborted")
     rubric = parse_rubric({})

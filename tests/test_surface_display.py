@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 
-from pipeline.expr import true_div, with_py_round
+from pipeline.core.expr import true_div, with_py_round
 from pipeline.rubric import parse_rubric
 from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_surfaces
 from schemas import checked

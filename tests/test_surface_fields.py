@@ -22,7 +22,7 @@ from pipeline.surface.fields import (
     select_list,
 )
 from pipeline.surface.rubric import SurfaceRubric
-from pipeline.validate import RUN_ID_MAX_CHARS
+from pipeline.tasks.validate import RUN_ID_MAX_CHARS
 from tests.surface_records import surface_records
 
 
@@ -45,7 +45,7 @@ def test_parents_are_the_declared_fields_above_on_the_path() -> None:
 
 
 def test_names_and_paths_are_unique_and_the_sql_has_the_mark() -> None:
-    from pipeline.sql import sql_text
+    from pipeline.core.sql import sql_text
 
     for fields, query in (
         (RUN_FIELDS, "surface_runs"),

@@ -17,11 +17,11 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from pipeline import jobs
-from pipeline import lake as lk
-from pipeline.cli import app
+from pipeline.cli.commands import app
+from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse import (
+from pipeline.storage import lake as lk
+from pipeline.warehouse.build import (
     PART_COLUMN,
     STAGE_PREFIX,
     STORAGE_VERSION,
@@ -316,7 +316,7 @@ def test_readers_never_see_a_run_without_its_score(
     assert atlas > 0
     # Landed but not scored: not in the warehouse, even when it is rebuilt, quarantine included.
     # (the ingest command scores what it lands, so land below it, as a crash between would)
-    from pipeline import lake as lake_module
+    from pipeline.storage import lake as lake_module
 
     with lake_module.lake_lock(lake):
         jobs.ingest_locked([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "bad"], lake)

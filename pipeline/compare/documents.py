@@ -14,7 +14,7 @@ import polars as pl
 
 from pipeline.compare import gate, metrics, stats
 from pipeline.compare.pairing import KEY, per_problem
-from pipeline.jsonsafe import json_safe
+from pipeline.core.jsonsafe import json_safe
 
 
 def finite(value: Any) -> float | None:

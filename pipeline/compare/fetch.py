@@ -18,9 +18,9 @@ from pipeline.compare.versions import (
     compare_versions,
     version_history,
 )
-from pipeline.jsonsafe import json_safe
-from pipeline.sql import run_sql
-from pipeline.warehouse import connect_read_only
+from pipeline.core.jsonsafe import json_safe
+from pipeline.core.sql import run_sql
+from pipeline.warehouse.build import connect_read_only
 
 
 def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.compare import stats
-from pipeline.jsonsafe import json_safe
+from pipeline.core.jsonsafe import json_safe
 
 KEY: Final = ("problem_id", "env_type")
 STATUS_SCORED: Final = "scored"

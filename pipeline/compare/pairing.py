@@ -12,7 +12,7 @@ from typing import Final
 import polars as pl
 
 from pipeline.compare import metrics
-from pipeline.lake import InputError
+from pipeline.storage.lake import InputError
 
 KEY: Final = metrics.KEY
 

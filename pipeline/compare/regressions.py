@@ -16,8 +16,8 @@ from typing import Final
 
 import polars as pl
 
-from pipeline import lake as lk
 from pipeline.compare import gate, stats
+from pipeline.storage import lake as lk
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
 

@@ -42,7 +42,7 @@ from pipeline.compare.pairing import (
 )
 from pipeline.compare.reasons import failure_reasons, regressed_problems
 from pipeline.compare.text import delta
-from pipeline.jsonsafe import json_safe
+from pipeline.core.jsonsafe import json_safe
 
 
 @dataclass(frozen=True)

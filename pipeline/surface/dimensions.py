@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.expr import clamp, lerp, true_div, with_py_round
+from pipeline.core.expr import clamp, lerp, true_div, with_py_round
 from pipeline.surface.rubric import SurfaceRubric
 from pipeline.surface.severity import SCORE_DECIMALS
 

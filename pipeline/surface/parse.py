@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from pipeline.sql import connect, sql_text
+from pipeline.core.sql import connect, sql_text
 from pipeline.surface.fields import (
     FIELDS_MARK,
     FINDING_FIELDS,

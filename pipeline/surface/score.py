@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.expr import true_div, with_py_round
+from pipeline.core.expr import true_div, with_py_round
 from pipeline.surface.dimensions import (
     context_efficiency_score,
     description_quality_display,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.expr import clamp, lerp01, true_div, with_py_round
+from pipeline.core.expr import clamp, lerp01, true_div, with_py_round
 from pipeline.surface.fields import TOKEN_COST
 from pipeline.surface.rubric import SurfaceRubric
 

@@ -1,6 +1,6 @@
 """The rules a report must meet to land, derived from ``fields.py`` (CONTRACT 3).
 
-As on the task side (``pipeline.validate``), each rule is one Polars expression giving a
+As on the task side (``pipeline.tasks.validate``), each rule is one Polars expression giving a
 reason or null per row, and a report carries every reason it failed. A reason names the
 field's place in the file and the value found (``findings[3].kind = 7: expected a
 non-empty string``).
@@ -28,7 +28,7 @@ from pipeline.surface.fields import (
     type_of,
     value_of,
 )
-from pipeline.validate import repeated_keys
+from pipeline.tasks.validate import repeated_keys
 
 # The reason lists the first few problems of a report; the count says how many more.
 MAX_REASONS = 8

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline.lake import InputError
 from pipeline.sources.inspect.columns import (
     LIFTED_SAMPLE_FIELDS,
     MISSING_EXTRA,
@@ -34,9 +33,10 @@ from pipeline.sources.inspect.extract import (
     run_id,
     usage_totals,
 )
+from pipeline.storage.lake import InputError
 
 if TYPE_CHECKING:
-    from pipeline.reader import ReadLimits
+    from pipeline.sources.files import ReadLimits
 
 EVAL_SUFFIX = ".eval"
 JSON_SUFFIX = ".json"
@@ -194,7 +194,7 @@ def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
 
 
 def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
-    from pipeline.reader import LINE_SCHEMA
+    from pipeline.sources.files import LINE_SCHEMA
 
     return pl.DataFrame(
         {
@@ -209,7 +209,7 @@ def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
 
 
 def _unreadable(source: str, line: int, reason: str) -> pl.DataFrame:
-    from pipeline.reader import LINE_SCHEMA
+    from pipeline.sources.files import LINE_SCHEMA
 
     return pl.DataFrame(
         {
@@ -237,7 +237,7 @@ def inspect_frames(
     whole); one that fails part way keeps the records read so far, and the rest is one
     entry after them. At most ``chunk_lines`` records are held at a time.
     """
-    from pipeline.reader import MAX_REPORT_BYTES_ENV, oversize_reason, source_name
+    from pipeline.sources.files import MAX_REPORT_BYTES_ENV, oversize_reason, source_name
 
     source = source_name(path)
     chosen = mapping or InspectMapping()

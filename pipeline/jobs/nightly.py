@@ -17,14 +17,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import jobs
-from pipeline import lake as lk
-from pipeline.check import check_lake_locked
-from pipeline.progress import timed
-from pipeline.reader import scan_inputs
+from pipeline.cli.progress import timed
+from pipeline.cli.tables import print_table
+from pipeline.jobs import commands as jobs
+from pipeline.jobs.check import check_lake_locked
 from pipeline.rubric import Rubric
-from pipeline.tables import print_table
-from pipeline.warehouse import build_warehouse, built_rubric_id
+from pipeline.sources.files import scan_inputs
+from pipeline.storage import lake as lk
+from pipeline.warehouse.build import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
 HASH_BLOCK_BYTES = 1 << 20
@@ -53,7 +53,7 @@ class NightlySummary:
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     summary_file: str | None = None
-    # The lake checker's verdict on the lake this run left (pipeline/check.py).
+    # The lake checker's verdict on the lake this run left (pipeline/jobs/check.py).
     check_ok: bool | None = None
     check_violations: list[str] = field(default_factory=list)
 

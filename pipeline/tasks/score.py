@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.expr import clamp, lerp01
+from pipeline.core.expr import clamp, lerp01
 from pipeline.rubric import Rubric
 
 STATUS_SCORED = "scored"

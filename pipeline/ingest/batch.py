@@ -18,9 +18,9 @@ import duckdb
 import polars as pl
 
 from pipeline import surface
-from pipeline.reader import Lines, limit_from_env
-from pipeline.sql import connect, in_batches, run_sql
-from pipeline.validate import repeated_keys, validate_task_records
+from pipeline.core.sql import connect, in_batches, run_sql
+from pipeline.sources.files import Lines, limit_from_env
+from pipeline.tasks.validate import repeated_keys, validate_task_records
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, RunMetadata, TaskComponent, TaskPenalty, TaskRun
 

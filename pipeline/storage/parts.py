@@ -23,7 +23,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import lake as lk
+from pipeline.storage import lake as lk
 from schemas import polars_schema
 from schemas.registry import SCORED
 

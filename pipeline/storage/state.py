@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline import lake as lk
 from pipeline.rubric import RubricError, parse_rubric
+from pipeline.storage import lake as lk
 
 LEDGER = "ledger"
 CURRENT_RUBRIC = "current_rubric"
@@ -67,7 +67,7 @@ def _problem(lake: Path, name: str, shaped: Any) -> tuple[Any, str | None]:
 
 def repair_state(lake: Path) -> list[str]:
     """Rebuild every unusable state file (see the module docstring); one note per file."""
-    from pipeline.warehouse import built_rubric_id
+    from pipeline.warehouse.build import built_rubric_id
 
     notes: list[str] = []
     writes: dict[Path, Any] = {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from pipeline.sql import connect, in_batches, run_sql
+from pipeline.core.sql import connect, in_batches, run_sql
 
 NUMBER_TYPES = ("UBIGINT", "BIGINT", "DOUBLE")
 RUN_ID_MAX_CHARS = 256

@@ -23,11 +23,13 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import evolution, surface
-from pipeline import lake as lk
-from pipeline import score as task_score
+from pipeline import surface
+from pipeline.cli.progress import progress, timed
+from pipeline.cli.tables import print_table
 from pipeline.compare import regressions as version_regressions
-from pipeline.ingest import (
+from pipeline.core.sql import sql_text
+from pipeline.ingest import evolution
+from pipeline.ingest.batch import (
     Batch,
     Deduped,
     FileFailure,
@@ -43,21 +45,25 @@ from pipeline.ingest import (
     row_lines,
     unterminated_notes,
 )
-from pipeline.landed_index import LandedIndex, run_id_hash
-from pipeline.lineage import RescoreDiff, rescore_diff
-from pipeline.parts import (
+from pipeline.jobs.lineage import RescoreDiff, rescore_diff
+from pipeline.rubric import Rubric, parse_rubric
+from pipeline.sources.files import DEFAULT_CHUNK_BYTES, Limits, Lines, iter_line_chunks, scan_inputs
+from pipeline.storage import lake as lk
+from pipeline.storage.landed_index import LandedIndex, run_id_hash
+from pipeline.storage.parts import (
     check_and_repair,
     file_facts,
     manifest,
     manifest_path,
 )
-from pipeline.progress import progress, timed
-from pipeline.reader import DEFAULT_CHUNK_BYTES, Limits, Lines, iter_line_chunks, scan_inputs
-from pipeline.rubric import Rubric, parse_rubric
-from pipeline.sql import sql_text
-from pipeline.state import repair_state
-from pipeline.tables import print_table
-from pipeline.warehouse import build_warehouse, connect_read_only, open_commands, warehouse_path
+from pipeline.storage.state import repair_state
+from pipeline.tasks import score as task_score
+from pipeline.warehouse.build import (
+    build_warehouse,
+    connect_read_only,
+    open_commands,
+    warehouse_path,
+)
 from schemas import checked, checked_by_plan, polars_schema
 from schemas.registry import LANDED, SCORED
 from schemas.tasks import Quarantine, QuarantineResolved
@@ -693,7 +699,7 @@ def score_locked(
     with lk.Transaction(lake) as tx:
         if engine == "spark":
             # Imported here: PySpark is an optional extra.
-            from pipeline.spark_engine import score_with_spark
+            from pipeline.engines.spark import score_with_spark
 
             written = score_with_spark(lake, rubric, parts, tx, master=spark_master)
             for name in counts:

@@ -20,7 +20,8 @@ from rich.markup import escape
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from pipeline.lake import (
+from pipeline.rubric import Rubric, RubricError, load_rubric
+from pipeline.storage.lake import (
     DEFAULT_LAKE,
     InputError,
     LakeBusyError,
@@ -28,7 +29,6 @@ from pipeline.lake import (
     is_lake,
     not_a_lake,
 )
-from pipeline.rubric import Rubric, RubricError, load_rubric
 
 if TYPE_CHECKING:
     import polars as pl
@@ -83,7 +83,7 @@ def _failure_code(exc: Exception) -> int:
         return EXIT_FAILED
     # Imported here, not at the top: the warehouse module pulls in DuckDB and Polars,
     # which `--help` and usage errors never need.
-    from pipeline.warehouse import WarehouseError
+    from pipeline.warehouse.build import WarehouseError
 
     named = (
         ""
@@ -162,7 +162,7 @@ def _rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
     except RubricError as exc:
         errors.print(f"[bold red]refused rubric:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
-    from pipeline.jobs import rubric_conflict
+    from pipeline.jobs.commands import rubric_conflict
 
     conflict = rubric_conflict(lake, rubric) if is_lake(lake) else None
     if conflict:
@@ -181,7 +181,7 @@ def _lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 
 def _inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it."""
-    from pipeline.reader import INPUT_SUFFIXES, expand_inputs
+    from pipeline.sources.files import INPUT_SUFFIXES, expand_inputs
 
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
@@ -207,8 +207,8 @@ def run(
     _lake_or_exit(lake, may_create=True)
     chosen = _rubric_or_exit(rubric, lake)
     paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
-    from pipeline import jobs
-    from pipeline.reader import Limits
+    from pipeline.jobs import commands as jobs
+    from pipeline.sources.files import Limits
 
     summary = jobs.run(paths, lake, chosen, Limits(max_record_bytes, max_depth))
     jobs.print_run_summary(console, summary, lake)
@@ -222,8 +222,8 @@ def ingest(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Validate and land graded runs; quarantine what is malformed."""
-    from pipeline import jobs
-    from pipeline.reader import Limits
+    from pipeline.jobs import commands as jobs
+    from pipeline.sources.files import Limits
 
     _lake_or_exit(lake, may_create=True)
     paths = _inputs_or_exit(inputs, lake)
@@ -270,10 +270,10 @@ def score(
     master = _spark_master_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
-    from pipeline import jobs
+    from pipeline.jobs import commands as jobs
 
     if dry_run:
-        from pipeline import lineage
+        from pipeline.jobs import lineage
 
         diff = jobs.dry_run(lake, chosen)
         lineage.print_diff(console, diff, as_json=as_json)
@@ -295,7 +295,7 @@ def nightly(
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
     _inputs_or_exit([inbox], lake)
-    from pipeline import nightly as job
+    from pipeline.jobs import nightly as job
 
     summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=master)
     job.print_summary(console, summary)
@@ -310,7 +310,8 @@ def rescore_diff(
 ) -> None:
     """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
     _lake_or_exit(lake)
-    from pipeline import jobs, lineage
+    from pipeline.jobs import commands as jobs
+    from pipeline.jobs import lineage
 
     known = jobs.known_rubrics(lake)
     unknown = [r for r in (rubric_from, rubric_to) if r not in known]
@@ -430,7 +431,7 @@ def _versions_or_exit(checked: list[str] | str) -> list[str]:
 
 
 def _print_json(document: Any, *, pretty: bool) -> None:
-    from pipeline.jsonsafe import dumps
+    from pipeline.core.jsonsafe import dumps
 
     text = dumps(document)
     console.print_json(text) if pretty else console.out(text, highlight=False)
@@ -440,7 +441,7 @@ def _print_blocks(blocks: Sequence[Any]) -> None:
     """Tables fitted to the console's width (numbers never cut), lines as markup."""
     from rich.table import Table
 
-    from pipeline.tables import print_table
+    from pipeline.cli.tables import print_table
 
     for block in blocks:
         if isinstance(block, Table):
@@ -477,8 +478,8 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
     from rich.table import Table
     from rich.text import Text
 
-    from pipeline import query as q
-    from pipeline.tables import print_table
+    from pipeline.cli.tables import print_table
+    from pipeline.warehouse import query as q
 
     if output is OutputFormat.json:
         sys.stdout.write(q.as_json(frame) + "\n")
@@ -526,8 +527,8 @@ def query(
     ] = None,
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2)."""
-    from pipeline import query as q
-    from pipeline.warehouse import WarehouseError
+    from pipeline.warehouse import query as q
+    from pipeline.warehouse.build import WarehouseError
 
     chosen = _query_format(output, as_json, as_csv)
     rows = max_rows or DEFAULT_MAX_ROWS
@@ -559,7 +560,7 @@ def check(
 ) -> None:
     """Verify the lake's invariants: exit 0 when all hold, 1 listing each violation."""
     _lake_or_exit(lake)
-    from pipeline.check import check_lake
+    from pipeline.jobs.check import check_lake
 
     report = check_lake(lake)
     if as_json:
@@ -593,7 +594,8 @@ def replay_quarantine(
     """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
-    from pipeline import jobs, replay
+    from pipeline.jobs import commands as jobs
+    from pipeline.jobs import replay
 
     report = replay.replay_quarantine(lake, chosen)
     if report.scored is not None:

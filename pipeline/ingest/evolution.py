@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import lake as lk
-from pipeline.sql import run_sql
+from pipeline.core.sql import run_sql
+from pipeline.storage import lake as lk
 from schemas import polars_schema
 from schemas.registry import LANDED
 

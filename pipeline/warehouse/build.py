@@ -41,8 +41,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.lake import SCORE_FAMILIES, parquet_files, score_dir, table_dir
-from pipeline.sql import SQL_DIR, sql_text
+from pipeline.core.sql import SQL_DIR, sql_text
+from pipeline.storage.lake import SCORE_FAMILIES, parquet_files, score_dir, table_dir
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 

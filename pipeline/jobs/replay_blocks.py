@@ -25,9 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import jobs
-from pipeline import lake as lk
-from pipeline.ingest import (
+from pipeline.ingest.batch import (
     build_batch,
     compact_quarantine,
     dedupe,
@@ -35,9 +33,11 @@ from pipeline.ingest import (
     landed_frames,
     row_lines,
 )
-from pipeline.landed_index import LandedIndex
-from pipeline.parts import file_facts, manifest, manifest_path
-from pipeline.reader import Lines, iter_line_chunks
+from pipeline.jobs import commands as jobs
+from pipeline.sources.files import Lines, iter_line_chunks
+from pipeline.storage import lake as lk
+from pipeline.storage.landed_index import LandedIndex
+from pipeline.storage.parts import file_facts, manifest, manifest_path
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, QuarantineResolved
 

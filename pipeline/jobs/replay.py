@@ -16,7 +16,7 @@ to 1 KiB), the last line of a cut gzip stream, and whole-file problems.
 
 Counted blocks (bad lines past a file's first N, a file that failed whole, the
 rest of a file past the expansion limit) have no text: they are read again from
-their source file by line range (pipeline/replay_blocks.py).
+their source file by line range (pipeline/jobs/replay_blocks.py).
 """
 
 from __future__ import annotations
@@ -27,18 +27,19 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import evolution, jobs
-from pipeline import lake as lk
-from pipeline.ingest import Batch, build_batch, dedupe, landed_frames
-from pipeline.parts import file_facts, manifest, manifest_path
-from pipeline.reader import LINE_SCHEMA, lines_of_text
-from pipeline.replay_blocks import BlockReplay, block_ranges
+from pipeline.ingest import evolution
+from pipeline.ingest.batch import Batch, build_batch, dedupe, landed_frames
+from pipeline.jobs import commands as jobs
+from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.rubric import Rubric
-from pipeline.warehouse import build_warehouse
+from pipeline.sources.files import LINE_SCHEMA, lines_of_text
+from pipeline.storage import lake as lk
+from pipeline.storage.parts import file_facts, manifest, manifest_path
+from pipeline.warehouse.build import build_warehouse
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, QuarantineResolved
 
-# Reasons (from pipeline/reader.py) whose kept raw text is not the original line.
+# Reasons (from pipeline/sources/files.py) whose kept raw text is not the original line.
 NOT_REPLAYABLE = (
     "line is not valid UTF-8",
     "record is ",

@@ -31,8 +31,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from pipeline.reader import limit_from_env
-from pipeline.warehouse import WarehouseError, warehouse_path
+from pipeline.sources.files import limit_from_env
+from pipeline.warehouse.build import WarehouseError, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.

@@ -2,7 +2,7 @@
 
 Spark reads the landed parts, nests each run's components and penalties (each
 report's findings) into one row, and ``mapInArrow`` hands every Arrow batch to
-the pure stages of ``pipeline.arrow_stages``, which call the very Polars
+the pure stages of ``pipeline.engines.arrow_stages``, which call the very Polars
 functions the local engine calls. The scored rows are repartitioned by part and
 written with ``partitionBy("part")`` into a scratch folder, so each part's
 scores are one file; the driver then splits each file into the lake's score
@@ -34,9 +34,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipeline import arrow_stages as stages
-from pipeline import lake as lk
+from pipeline.engines import arrow_stages as stages
 from pipeline.rubric import Rubric, parse_rubric
+from pipeline.storage import lake as lk
 
 PART = "part"
 SCRATCH = "_spark"

@@ -11,7 +11,7 @@ Layout (``<lake>/``):
   rubric's name never becomes a path.
 - ``_state/``: small JSON documents (current rubric, ledger of ingested files).
 - ``warehouse.duckdb``: the lake's tables and the views over them, one
-  self-contained file (see ``pipeline/warehouse.py``).
+  self-contained file (see ``pipeline/warehouse/build.py``).
 
 Every file is written to a hidden temporary name and renamed into place, so a
 reader (or a DuckDB glob) never sees half a file: ``*.parquet`` globs do not

@@ -15,9 +15,9 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import jsonsafe
-from pipeline import lake as lk
-from pipeline.tables import print_table
+from pipeline.cli.tables import print_table
+from pipeline.core import jsonsafe
+from pipeline.storage import lake as lk
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 

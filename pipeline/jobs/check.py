@@ -23,8 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import lake as lk
-from pipeline.parts import part_problems
+from pipeline.storage import lake as lk
+from pipeline.storage.parts import part_problems
 
 # How many offending keys a violation names before it says "and N more".
 SHOWN = 5
@@ -98,13 +98,13 @@ def check_lines(lake: Path) -> list[str]:
 
 def unresolved_quarantine(lake: Path) -> pl.DataFrame:
     """Quarantined lines (source, line) still waiting for a fix (whole-file rows excluded)."""
-    from pipeline.replay import unresolved
+    from pipeline.jobs.replay import unresolved
 
     return unresolved(lake).select("source", "line").filter(pl.col("line") > 0)
 
 
 def check_rubric(lake: Path) -> list[str]:
-    from pipeline.jobs import CURRENT_RUBRIC, known_rubrics
+    from pipeline.jobs.commands import CURRENT_RUBRIC, known_rubrics
     from pipeline.rubric import RubricError, parse_rubric
 
     document = lk.read_json(lk.state_path(lake, CURRENT_RUBRIC), None)
@@ -132,7 +132,7 @@ def check_rubric(lake: Path) -> list[str]:
 
 
 def check_scores(lake: Path) -> list[str]:
-    from pipeline.jobs import current_rubric
+    from pipeline.jobs.commands import current_rubric
     from schemas import polars_schema
     from schemas.registry import SCORED
 
@@ -169,8 +169,8 @@ def check_scores(lake: Path) -> list[str]:
 def check_warehouse(lake: Path) -> list[str]:
     import duckdb
 
-    from pipeline.jobs import current_rubric
-    from pipeline.warehouse import built_rubric_id, warehouse_path
+    from pipeline.jobs.commands import current_rubric
+    from pipeline.warehouse.build import built_rubric_id, warehouse_path
 
     path = warehouse_path(lake)
     if not path.exists():

@@ -17,9 +17,9 @@ from typing import BinaryIO
 
 import polars as pl
 
-from pipeline.lake import InputError
 from pipeline.sources.inspect.columns import InspectMapping
 from pipeline.sources.inspect.table import inspect_frames, is_inspect_log
+from pipeline.storage.lake import InputError
 
 # .eval: Inspect AI logs (a .json file may be one too: told apart by its first bytes).
 INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".eval")

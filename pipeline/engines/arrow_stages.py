@@ -15,7 +15,7 @@ run, with the run's children nested as ``list<struct>`` columns:
   (SurfaceFindingScore rows) and ``phases`` (SurfacePhaseScore rows).
 
 Inside, each stage unnests, calls the very functions the local engine calls
-(``pipeline.score.score_tasks``, ``pipeline.surface.score_surfaces``), checks
+(``pipeline.tasks.score.score_tasks``, ``pipeline.surface.score_surfaces``), checks
 every table with its model, and nests again. Scoring is per run (every join
 is on ``run_id``), so how runs are split into batches never changes a score.
 ``carry`` columns (e.g. the part a run was landed in) pass through per run.
@@ -31,9 +31,9 @@ from collections.abc import Sequence
 import polars as pl
 import pyarrow as pa
 
-from pipeline import score as task_score
 from pipeline import surface
 from pipeline.rubric import Rubric
+from pipeline.tasks import score as task_score
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
 

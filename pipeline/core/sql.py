@@ -13,9 +13,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipeline.reader import limit_from_env
+from pipeline.sources.files import limit_from_env
 
-SQL_DIR = Path(__file__).resolve().parent / "sql"
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 
 
 @cache

@@ -1,0 +1,1 @@
+"""The command line: typer commands and every piece of printing."""

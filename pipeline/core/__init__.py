@@ -1,0 +1,1 @@
+"""Small shared pieces: Polars expression helpers, JSON-safe output, the SQL loader."""

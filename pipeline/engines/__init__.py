@@ -1,0 +1,1 @@
+"""How scoring runs: the local engine and Spark, over the same Arrow stages."""

@@ -1,0 +1,1 @@
+"""Lines to landed tables: JSON kinds, records, quarantine, dedupe, schema news."""

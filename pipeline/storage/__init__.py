@@ -1,0 +1,1 @@
+"""The lake: layout, atomic writes, transactions, part manifests, state files."""
