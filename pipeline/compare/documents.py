@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipeline.compare import gate, metrics, stats
+from pipeline.compare import gate, metrics, repeatable, stats
 from pipeline.compare.pairing import KEY, per_problem
 from pipeline.core.jsonsafe import json_safe
 
@@ -117,8 +117,8 @@ def _row_of(frame: pl.DataFrame, version: str) -> dict[str, Any]:
 def paired_pass_rate(pairs: pl.DataFrame) -> dict[str, Any]:
     """Problem-level pass rate over the paired problems, tested with exact McNemar."""
     passes = pairs.select(
-        baseline=pl.col("b_passes").cast(pl.Float64).mean(),
-        candidate=pl.col("c_passes").cast(pl.Float64).mean(),
+        baseline=repeatable.mean("b_passes"),
+        candidate=repeatable.mean("c_passes"),
         baseline_only=(pl.col("b_passes") & ~pl.col("c_passes")).sum(),
         candidate_only=(~pl.col("b_passes") & pl.col("c_passes")).sum(),
     ).row(0, named=True)
@@ -152,10 +152,10 @@ def cost(mine: pl.LazyFrame, pairs: pl.LazyFrame, baseline: str, candidate: str)
         .agg(
             runs=pl.len(),
             runs_with_cost=pl.col("cost_usd").is_not_null().sum(),
-            cost_usd=pl.col("cost_usd").cast(pl.Float64).mean(),
-            tokens=pl.col("tokens").cast(pl.Float64).mean(),
-            wall_seconds=pl.col("wall_seconds").cast(pl.Float64).mean(),
-            score=pl.col("score").cast(pl.Float64).mean(),
+            cost_usd=repeatable.mean("cost_usd"),
+            tokens=repeatable.mean("tokens"),
+            wall_seconds=repeatable.mean("wall_seconds"),
+            score=repeatable.mean("score"),
         )
         .collect()
     )

@@ -26,7 +26,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from pipeline.compare import metrics, stats
+from pipeline.compare import metrics, repeatable, stats
 
 GROUP: Final = ("agent", "baseline", "candidate")
 ALL_ENV_TYPES: Final = "all"
@@ -55,12 +55,12 @@ COLUMNS: Final = (
 
 
 def _moments(pairs: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
-    return pairs.group_by(keys, maintain_order=True).agg(
+    return pairs.group_by(keys).agg(
         paired_problems=pl.len().cast(pl.Int64),
-        baseline_mean=pl.col("b_score").mean(),
-        candidate_mean=pl.col("c_score").mean(),
-        delta=pl.col("diff").mean(),
-        sd=pl.col("diff").std(ddof=1),
+        baseline_mean=repeatable.mean("b_score"),
+        candidate_mean=repeatable.mean("c_score"),
+        delta=repeatable.mean("diff"),
+        sd=repeatable.std("diff"),
     )
 
 
@@ -83,10 +83,9 @@ def step_table(pairs: pl.LazyFrame | pl.DataFrame, confidence: float) -> pl.Data
     ``pairs`` holds one row per paired problem: ``agent, baseline, candidate,
     problem_id, env_type, b_score, c_score, diff`` (``diff = c_score - b_score``).
     """
-    # Float sums depend on their order: rows are summed in the order of a hash of the
-    # problem key (one integer column, cheap to sort), whatever order they came in, so
-    # compare, history and the table give the same last bit.
-    lf = pairs.lazy().sort(pl.struct(*KEY).hash(seed=0))
+    # The moments add their terms in a canonical order (pipeline.compare.repeatable), so
+    # compare, history and the table give the same last bit whatever order rows came in.
+    lf = pairs.lazy()
     overall = _moments(lf, list(GROUP)).with_columns(env_type=pl.lit(ALL_ENV_TYPES))
     per_env = _moments(lf, [*GROUP, "env_type"])
     moments = pl.concat([overall, per_env], how="diagonal").collect()

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
-from pipeline.compare import stats
+from pipeline.compare import repeatable, stats
 from pipeline.core.jsonsafe import json_safe
 
 KEY: Final = ("problem_id", "env_type")
@@ -57,8 +58,8 @@ def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) ->
         scored.group_by(list(dict.fromkeys([*by, *KEY])))
         .agg(
             trials=pl.len(),
-            score=pl.col("score").cast(pl.Float64).mean(),
-            passed_share=pl.col("passed").cast(pl.Float64).mean(),
+            score=repeatable.mean("score"),
+            passed_share=repeatable.mean("passed"),
             **extra,
         )
         .with_columns(passes=pl.col("passed_share") >= PROBLEM_PASS_THRESHOLD)
@@ -73,17 +74,52 @@ def z_value(confidence: float) -> float:
     return float(sps.norm.ppf(0.5 + confidence / 2.0))
 
 
-def wilson(rate: str, n: str, z: float) -> list[pl.Expr]:
-    """The Wilson score interval of ``rate`` over ``n`` trials (never outside [0, 1])."""
-    p, count = pl.col(rate), pl.col(n).cast(pl.Float64)
-    centre = p + z**2 / (2 * count)
-    half = z * (p * (1 - p) / count + z**2 / (4 * count**2)).sqrt()
-    scale = 1 + z**2 / count
-    ok = count > 0
-    return [
-        pl.when(ok).then((centre - half) / scale).alias(f"{rate}_ci_low"),
-        pl.when(ok).then((centre + half) / scale).alias(f"{rate}_ci_high"),
-    ]
+def wilson(
+    rate: npt.ArrayLike, n: npt.ArrayLike, z: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The Wilson score interval of ``rate`` over ``n`` trials (never outside [0, 1]);
+    NaN where there is no trial or no rate.
+
+    In numpy, not Polars expressions: Polars evaluated this same expression to a
+    different last bit with one thread than with several.
+    """
+    p = np.asarray(rate, dtype=np.float64)
+    count = np.asarray(n, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centre = p + z**2 / (2 * count)
+        half = z * np.sqrt(p * (1 - p) / count + z**2 / (4 * count**2))
+        scale = 1 + z**2 / count
+        ok = count > 0
+        return np.where(ok, (centre - half) / scale, np.nan), np.where(
+            ok, (centre + half) / scale, np.nan
+        )
+
+
+def _interval_columns(table: pl.DataFrame, confidence: float) -> list[pl.Series]:
+    """The three intervals of :func:`version_metrics` (numpy: the same bits on any thread count)."""
+    z = z_value(confidence)
+
+    def floats(column: str) -> npt.NDArray[np.float64]:
+        return table[column].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normal_half = z * floats("_sd_runs") / np.sqrt(floats("scored_runs"))
+    t = stats.t_interval_from_moments(
+        table["problems"].to_numpy(),
+        floats("mean_score_problems"),
+        table["_sd_problems"].fill_null(0.0).to_numpy(),
+        confidence,
+    )
+    columns = {
+        "mean_score_runs_ci_low": floats("mean_score_runs") - normal_half,
+        "mean_score_runs_ci_high": floats("mean_score_runs") + normal_half,
+        "mean_score_problems_ci_low": t.ci_low,
+        "mean_score_problems_ci_high": t.ci_high,
+    }
+    for rate, n in (("pass_rate_runs", "_pass_n_runs"), ("pass_rate_problems", "_pass_n_problems")):
+        low, high = wilson(floats(rate), floats(n), z)
+        columns |= {f"{rate}_ci_low": low, f"{rate}_ci_high": high}
+    return [pl.Series(k, v, dtype=pl.Float64).fill_nan(None) for k, v in columns.items()]
 
 
 def version_metrics(
@@ -98,22 +134,19 @@ def version_metrics(
         runs=pl.len().cast(pl.Int64),
         grader_errors=(pl.col("status") == STATUS_GRADER_ERROR).sum().cast(pl.Int64),
         scored_runs=is_scored.sum().cast(pl.Int64),
-        mean_score_runs=pl.col("score").cast(pl.Float64).filter(is_scored).mean(),
-        _sd_runs=pl.col("score").cast(pl.Float64).filter(is_scored).std(ddof=1),
-        pass_rate_runs=pl.col("passed").cast(pl.Float64).filter(is_scored).mean(),
+        mean_score_runs=repeatable.mean(pl.col("score").filter(is_scored)),
+        _sd_runs=repeatable.std(pl.col("score").filter(is_scored)),
+        pass_rate_runs=repeatable.mean(pl.col("passed").filter(is_scored)),
         _pass_n_runs=pl.col("passed").filter(is_scored).count().cast(pl.Int64),
     )
     problem_level = (
         problem_outcomes(lf, by)
-        # A group_by's output order varies; summing floats in a fixed order gives the
-        # same last bit on every run.
-        .sort([*dict.fromkeys([*by, *KEY])])
-        .group_by(by, maintain_order=True)
+        .group_by(by)
         .agg(
             problems=pl.len().cast(pl.Int64),
-            mean_score_problems=pl.col("score").mean(),
-            _sd_problems=pl.col("score").std(ddof=1),
-            pass_rate_problems=pl.col("passes").cast(pl.Float64).mean(),
+            mean_score_problems=repeatable.mean("score"),
+            _sd_problems=repeatable.std("score"),
+            pass_rate_problems=repeatable.mean("passes"),
             _pass_n_problems=pl.col("passes").count().cast(pl.Int64),
         )
     )
@@ -123,22 +156,9 @@ def version_metrics(
         .sort(list(by))
         .collect()
     )
-    z = z_value(confidence)
-    normal_half = z * pl.col("_sd_runs") / pl.col("scored_runs").cast(pl.Float64).sqrt()
-    t = stats.t_interval_from_moments(
-        table["problems"].to_numpy(),
-        table["mean_score_problems"].fill_null(np.nan).to_numpy(),
-        table["_sd_problems"].fill_null(0.0).to_numpy(),
-        confidence,
+    return table.with_columns(_interval_columns(table, confidence)).select(
+        *by, *COUNTS, *(c for m in METRICS for c in (m, f"{m}_ci_low", f"{m}_ci_high"))
     )
-    return table.with_columns(
-        (pl.col("mean_score_runs") - normal_half).alias("mean_score_runs_ci_low"),
-        (pl.col("mean_score_runs") + normal_half).alias("mean_score_runs_ci_high"),
-        pl.Series("mean_score_problems_ci_low", t.ci_low, dtype=pl.Float64).fill_nan(None),
-        pl.Series("mean_score_problems_ci_high", t.ci_high, dtype=pl.Float64).fill_nan(None),
-        *wilson("pass_rate_runs", "_pass_n_runs", z),
-        *wilson("pass_rate_problems", "_pass_n_problems", z),
-    ).select(*by, *COUNTS, *(c for m in METRICS for c in (m, f"{m}_ci_low", f"{m}_ci_high")))
 
 
 def as_documents(table: pl.DataFrame, by: Sequence[str]) -> list[dict[str, Any]]:

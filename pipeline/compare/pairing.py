@@ -11,7 +11,7 @@ from typing import Final
 
 import polars as pl
 
-from pipeline.compare import metrics
+from pipeline.compare import metrics, repeatable
 from pipeline.storage.lake import InputError
 
 KEY: Final = metrics.KEY
@@ -52,7 +52,7 @@ def require(frame: pl.LazyFrame, columns: Sequence[str], what: str) -> None:
 
 def problem_score(col: str) -> pl.Expr:
     """Issue 4: "trials averaged within a problem first" — the per-problem mean of a run column."""
-    return pl.col(col).cast(pl.Float64).mean()
+    return repeatable.mean(col)
 
 
 SIDE_COLUMNS: Final = (
@@ -123,7 +123,10 @@ def component_means(
     return (
         components.join(scored.select("run_id", *KEY), on="run_id", how="inner")
         .group_by(*KEY, "component")
-        .agg(total=pl.col("contribution").fill_null(0.0).sum(), gate=pl.col("is_gate").any())
+        .agg(
+            total=repeatable.total(pl.col("contribution").fill_null(0.0)),
+            gate=pl.col("is_gate").any(),
+        )
         .join(trials, on=list(KEY), how="inner")
         .select(
             *KEY,
@@ -166,9 +169,10 @@ def component_split(grid: pl.LazyFrame, n_pairs: int) -> pl.DataFrame:
     return (
         grid.group_by("component")
         .agg(
-            baseline=pl.col("b_contribution").sum() / denominator,
-            candidate=pl.col("c_contribution").sum() / denominator,
-            delta=(pl.col("c_contribution") - pl.col("b_contribution")).sum() / denominator,
+            baseline=repeatable.total("b_contribution") / denominator,
+            candidate=repeatable.total("c_contribution") / denominator,
+            delta=repeatable.total(pl.col("c_contribution") - pl.col("b_contribution"))
+            / denominator,
             is_gate=pl.col("is_gate").any(),
             problems=pl.len(),
         )

@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.compare import documents as docs
-from pipeline.compare import gate, stats
+from pipeline.compare import gate, repeatable, stats
 from pipeline.compare.pairing import (
     COMPONENT_COLUMNS,
     KEY,
@@ -85,9 +85,9 @@ def _interval_message(n: int, settings: CompareSettings) -> str | None:
 def _decomposition(pairs: pl.DataFrame, split: pl.DataFrame) -> dict[str, Any]:
     """The change in mean score as weighted sum − penalties + the effect of clamping."""
     means = pairs.select(
-        d=pl.col("diff").mean(),
-        d_weighted=(pl.col("c_weighted") - pl.col("b_weighted")).mean(),
-        d_penalty=(pl.col("c_penalty") - pl.col("b_penalty")).mean(),
+        d=repeatable.mean("diff"),
+        d_weighted=repeatable.mean(pl.col("c_weighted") - pl.col("b_weighted")),
+        d_penalty=repeatable.mean(pl.col("c_penalty") - pl.col("b_penalty")),
     ).row(0, named=True)
     change, d_weighted, d_penalty = (
         docs.finite(means[k]) for k in ("d", "d_weighted", "d_penalty")
@@ -99,7 +99,9 @@ def _decomposition(pairs: pl.DataFrame, split: pl.DataFrame) -> dict[str, Any]:
     )
     return {
         "delta_weighted": d_weighted,
-        "components_sum": float(split["delta"].sum()) if split.height else 0.0,
+        "components_sum": float(split.select(repeatable.total("delta")).item())
+        if split.height
+        else 0.0,
         "delta_penalty": d_penalty,
         "clamp_effect": clamp_effect,
     }

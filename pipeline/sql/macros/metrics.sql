@@ -32,8 +32,12 @@ create or replace macro t975(df) as
     end;
 -- Run level, as aggregates over task_runs rows.
 create or replace macro scored_only(status, x) as case when status = 'scored' then x end;
-create or replace macro mean_score_runs(status, score) as avg(scored_only(status, score));
-create or replace macro score_sd_runs(status, score) as stddev_samp(scored_only(status, score));
+-- Float aggregates add their terms in value order: a parallel hash aggregate's order varies,
+-- and with it the last bit.
+create or replace macro mean_score_runs(status, score) as
+    avg(scored_only(status, score) order by scored_only(status, score));
+create or replace macro score_sd_runs(status, score) as
+    stddev_samp(scored_only(status, score) order by scored_only(status, score));
 create or replace macro pass_rate_runs(status, passed) as
     avg(scored_only(status, cast(passed as double)));
 create or replace macro pass_n_runs(status, passed) as count(scored_only(status, passed));
