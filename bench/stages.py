@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipeline.cli import printing
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import Rubric, load_rubric, parse_rubric
 from pipeline.storage import lake as lk
@@ -226,7 +227,7 @@ def query(params: dict[str, Any]) -> dict[str, Any]:
     """An analyst's first query (``make run`` suggests it) on the warehouse just built:
     by_agent aggregates every current score through the staging views."""
     with connect_read_only(Path(params["lake"])) as con:
-        rows = con.execute(jobs.FIRST_QUERY).fetchall()
+        rows = con.execute(printing.FIRST_QUERY).fetchall()
     return {"rows": len(rows)}
 
 

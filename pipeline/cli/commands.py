@@ -207,11 +207,12 @@ def run(
     _lake_or_exit(lake, may_create=True)
     chosen = _rubric_or_exit(rubric, lake)
     paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
     from pipeline.sources.files import Limits
 
     summary = jobs.run(paths, lake, chosen, Limits(max_record_bytes, max_depth))
-    jobs.print_run_summary(console, summary, lake)
+    printing.print_run_summary(console, summary, lake)
 
 
 @app.command()
@@ -222,15 +223,16 @@ def ingest(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Validate and land graded runs; quarantine what is malformed."""
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
     from pipeline.sources.files import Limits
 
     _lake_or_exit(lake, may_create=True)
     paths = _inputs_or_exit(inputs, lake)
     report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
-    jobs.print_ingest_report(console, report)
+    printing.print_ingest_report(console, report)
     if report.scored is not None:
-        jobs.print_score_result(console, report.scored)
+        printing.print_score_result(console, report.scored)
 
 
 SparkMasterOption = Annotated[
@@ -270,16 +272,15 @@ def score(
     master = _spark_master_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
 
     if dry_run:
-        from pipeline.jobs import lineage
-
         diff = jobs.dry_run(lake, chosen)
-        lineage.print_diff(console, diff, as_json=as_json)
+        printing.print_rescore_diff(console, diff, as_json=as_json)
         return
     result = jobs.score(lake, chosen, engine=engine.value, spark_master=master)
-    jobs.print_score_result(console, result)
+    printing.print_score_result(console, result)
 
 
 @app.command()
@@ -295,10 +296,11 @@ def nightly(
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
     _inputs_or_exit([inbox], lake)
+    from pipeline.cli import printing
     from pipeline.jobs import nightly as job
 
     summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=master)
-    job.print_summary(console, summary)
+    printing.print_nightly_summary(console, summary)
 
 
 @app.command("rescore-diff")
@@ -310,6 +312,7 @@ def rescore_diff(
 ) -> None:
     """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
     _lake_or_exit(lake)
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
     from pipeline.jobs import lineage
 
@@ -322,7 +325,8 @@ def rescore_diff(
             highlight=False,
         )
         raise typer.Exit(EXIT_USAGE)
-    lineage.print_diff(console, lineage.rescore_diff(lake, rubric_from, rubric_to), as_json=as_json)
+    diff = lineage.rescore_diff(lake, rubric_from, rubric_to)
+    printing.print_rescore_diff(console, diff, as_json=as_json)
 
 
 @app.command("surface-diff")
@@ -594,12 +598,12 @@ def replay_quarantine(
     """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
-    from pipeline.jobs import commands as jobs
+    from pipeline.cli import printing
     from pipeline.jobs import replay
 
     report = replay.replay_quarantine(lake, chosen)
     if report.scored is not None:
-        change = jobs.rubric_change_line(
+        change = printing.rubric_change_line(
             report.scored.rubric_before,
             report.scored.rubric_id,
             report.scored.task_runs + report.scored.surface_runs,

@@ -20,14 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
 from pipeline import surface
 from pipeline.cli.progress import progress, timed
-from pipeline.cli.tables import print_table
 from pipeline.compare import regressions as version_regressions
-from pipeline.core.sql import sql_text
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import (
     Batch,
@@ -60,8 +56,6 @@ from pipeline.storage.state import repair_state
 from pipeline.tasks import score as task_score
 from pipeline.warehouse.build import (
     build_warehouse,
-    connect_read_only,
-    open_commands,
     warehouse_path,
 )
 from schemas import checked, checked_by_plan, polars_schema
@@ -70,7 +64,6 @@ from schemas.tasks import Quarantine, QuarantineResolved
 
 CURRENT_RUBRIC = "current_rubric"
 RUBRICS = "rubrics"
-FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
 RUN_TABLES = ("task_runs", "surface_runs")
 SCORE_FAMILIES = lk.SCORE_FAMILIES
@@ -801,138 +794,3 @@ def run(
         result = score_locked(lake, chosen, full=False)
         build_warehouse(lake, chosen.rubric_id)
     return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
-
-
-def print_ingest_report(console: Console, report: IngestReport) -> None:
-    table = Table(title=f"ingest {report.batch_id}", show_header=True)
-    table.caption = (
-        "landed = task + surface; skipped = duplicates + blank + seen "
-        "(bad lines quarantined before)"
-    )
-    columns = (
-        "files",
-        "lines",
-        "task",
-        "surface",
-        "quarantined",
-        "duplicates",
-        "blank",
-        "seen",
-        "s",
-    )
-    for column in columns:
-        table.add_column(column, justify="right")
-    table.add_row(
-        str(report.files),
-        str(report.lines_read),
-        str(report.landed_task_runs),
-        str(report.landed_surface_runs),
-        str(report.quarantined),
-        str(report.skipped_duplicates),
-        str(report.skipped_blank),
-        str(report.already_quarantined),
-        f"{report.seconds:.2f}",
-    )
-    print_table(console, table)
-    for line in news_lines(report.schema_news):
-        console.print(line, highlight=False, markup=False)
-    for note in report.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-
-
-def news_lines(news: dict[str, list[str]]) -> list[str]:
-    """One line per kind of name the lake had never held (nothing when there is none)."""
-    return [
-        f"new {evolution.NEWS_LABELS[key]}: {', '.join(names)}"
-        for key, names in news.items()
-        if names
-    ]
-
-
-def rubric_change_line(before: str | None, after: str, runs_rescored: int) -> str | None:
-    """What an explicit rubric changed, in one line (None when it changed nothing)."""
-    if before == after:
-        return None
-    if before is None:
-        return f"rubric: the lake starts with {after}"
-    return f"rubric changed: {before} -> {after}; {runs_rescored} run(s) rescored"
-
-
-def print_score_result(console: Console, result: ScoreResult) -> None:
-    change = rubric_change_line(
-        result.rubric_before, result.rubric_id, result.task_runs + result.surface_runs
-    )
-    if change:
-        console.print(change, highlight=False, markup=False)
-    console.print(
-        f"scored {result.task_runs} task runs and {result.surface_runs} surface grades "
-        f"({'all' if result.full else 'new'} parts: {result.parts}) "
-        f"under rubric {result.rubric_id} in {result.seconds:.2f}s",
-        highlight=False,
-    )
-    for note in result.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-
-
-def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None:
-    print_ingest_report(console, summary.ingest)
-    print_score_result(console, summary.score)
-    con = connect_read_only(lake)
-    try:
-        rows = con.execute(sql_text("queries/summary_by_version.sql")).fetchall()
-        servers = con.execute(sql_text("queries/summary_by_server.sql")).fetchall()
-    finally:
-        con.close()
-    table = Table(title="runs and mean score by agent and version")
-    for column in (
-        "agent",
-        "version",
-        "runs",
-        "grader errors",
-        "mean_score_runs",
-        "pass_rate_runs",
-    ):
-        table.add_column(column, justify="right" if column not in ("agent", "version") else "left")
-    for agent, version, runs, errors_, mean, rate in rows:
-        table.add_row(
-            str(agent),
-            str(version),
-            str(runs),
-            str(errors_),
-            "-" if mean is None else f"{mean:.3f}",
-            "-" if rate is None else f"{rate:.1%}",
-        )
-    print_table(console, table)
-    if servers:
-        grades = Table(title="surface grades: each server's latest version")
-        for column in ("server", "version", "versions", "overall", "letter", "since previous"):
-            grades.add_column(
-                column, justify="left" if column in ("server", "version") else "right"
-            )
-        for server, version, versions, overall, letter, delta in servers:
-            grades.add_row(
-                str(server),
-                str(version),
-                str(versions),
-                "-" if overall is None else f"{overall:.1f}",
-                letter or "-",
-                "-" if delta is None else f"{delta:+.1f}",
-            )
-        print_table(console, grades)
-    print_open_commands(console, lake)
-
-
-def print_open_commands(console: Console, lake: Path) -> None:
-    """How to read the warehouse: the pipeline's query command, and DuckDB's own shell."""
-    commands = open_commands(lake, FIRST_QUERY)
-    lines = [
-        f"warehouse: {warehouse_path(lake)} (one self-contained file: copy or move it "
-        f"anywhere; {commands['readers']} opens it)",
-        f"query it:  {commands['query']}",
-        f"or open it in DuckDB's shell:  {commands['shell']}",
-    ]
-    if "shell_install" in commands:
-        lines.append(f"  (no duckdb command? {commands['shell_install']})")
-    for line in lines:
-        # Commands stay on one line however narrow the terminal, so they paste whole.
-        console.print(line, highlight=False, markup=False, soft_wrap=True)

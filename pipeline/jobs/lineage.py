@@ -12,11 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
-from pipeline.cli.tables import print_table
-from pipeline.core import jsonsafe
 from pipeline.storage import lake as lk
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
@@ -242,45 +238,3 @@ def _letters_seen(before: pl.LazyFrame, after: pl.LazyFrame) -> list[str]:
 
 def _letter_key(letter: str) -> tuple[str, int]:
     return letter[:1], {"+": 0, "": 1, "-": 2}.get(letter[1:], 3)
-
-
-def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
-    if as_json:
-        console.print_json(jsonsafe.dumps(diff.to_dict()))
-        return
-    table = Table(title=f"rescore {diff.rubric_from} -> {diff.rubric_to}, by env type")
-    for column in diff.by_env_type.columns:
-        table.add_column(column, justify="left" if column == "env_type" else "right")
-    for row in diff.by_env_type.rows():
-        table.add_row(*(_cell(value) for value in row))
-    print_table(console, table)
-    moves = Table(title="agent versions by mean score")
-    for column in diff.ranking.columns:
-        moves.add_column(column, justify="left" if column.startswith("agent") else "right")
-    for row in diff.ranking.rows():
-        moves.add_row(*(_cell(value) for value in row))
-    print_table(console, moves)
-    if diff.surface_changes.is_empty() and diff.letter_distribution.is_empty():
-        return
-    _print_frame(
-        console,
-        diff.surface_changes,
-        f"surface grades that move ({diff.surface_changes.height} server(s), latest version)",
-        left=("server", "server_version", "letter_from", "letter_to"),
-    )
-    _print_frame(console, diff.letter_distribution, "fleet letters", left=("letter",))
-
-
-def _print_frame(console: Console, frame: pl.DataFrame, title: str, left: tuple[str, ...]) -> None:
-    table = Table(title=title)
-    for column in frame.columns:
-        table.add_column(column, justify="left" if column in left else "right")
-    for row in frame.rows():
-        table.add_row(*(_cell(value) for value in row))
-    print_table(console, table)
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return "-" if value is None else str(value)

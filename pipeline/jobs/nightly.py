@@ -14,11 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
 from pipeline.cli.progress import timed
-from pipeline.cli.tables import print_table
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.check import check_lake_locked
 from pipeline.rubric import Rubric
@@ -155,48 +151,3 @@ def nightly(
         path = lk.write_json_atomic(asdict(summary), lake / "_runs" / f"nightly-{stamp}.json")
         summary.summary_file = str(path)
     return summary
-
-
-def print_summary(console: Console, summary: NightlySummary) -> None:
-    if summary.nothing_to_do:
-        console.print(
-            f"nothing to do: no new files in {summary.inbox} and the lake is already scored "
-            f"under rubric {summary.rubric_after}",
-            highlight=False,
-        )
-    table = Table(title="nightly run", show_header=False)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    rows: list[tuple[str, object]] = [
-        ("files in inbox", summary.files_in_inbox),
-        ("new files", summary.files_new),
-        ("lines read", summary.lines_read),
-        ("landed (task runs)", summary.landed_task_runs),
-        ("landed (surface grades)", summary.landed_surface_runs),
-        ("quarantined", summary.quarantined),
-        ("skipped (duplicates)", summary.skipped_duplicates),
-        ("skipped (blank)", summary.skipped_blank),
-        ("skipped (seen bad lines)", summary.already_quarantined),
-        ("runs scored", summary.runs_scored),
-        ("full rescore", "yes" if summary.full_rescore else "no"),
-        ("rubric before", summary.rubric_before or "-"),
-        ("rubric after", summary.rubric_after or "-"),
-        *((f"seconds: {stage}", f"{value:.3f}") for stage, value in summary.seconds.items()),
-    ]
-    for what, value in rows:
-        table.add_row(what, str(value))
-    print_table(console, table)
-    for line in jobs.news_lines(summary.schema_news):
-        console.print(line, highlight=False, markup=False)
-    change = jobs.rubric_change_line(
-        summary.rubric_before, summary.rubric_after or "", summary.runs_scored
-    )
-    if change:
-        console.print(change, highlight=False, markup=False)
-    for note in summary.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-    for violation in summary.check_violations:
-        console.print(f"check: {violation}", highlight=False, markup=False)
-    verdict = "all invariants hold" if summary.check_ok else "VIOLATIONS (see above)"
-    console.print(f"lake check: {verdict}", highlight=False)
-    console.print(f"summary: {summary.summary_file}", highlight=False)
