@@ -25,6 +25,7 @@ from pipeline.jobs import commands as jobs
 from pipeline.rubric import Rubric, load_rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage import parts
+from pipeline.storage.store import LakeStore
 from pipeline.tasks import score as task_score
 from pipeline.warehouse.build import connect_read_only
 from tools import simulate as sim
@@ -200,7 +201,7 @@ def _rescore_spark(lake: Path, rubric: Rubric, master: str) -> dict[str, Any]:
 
     with lk.lake_lock(lake):
         lk.recover(lake)
-        parts = jobs.landed_parts(lake, "task_runs")
+        parts = LakeStore(lake).landed_parts("task_runs")
         with lk.Transaction(lake) as tx:
             counts = score_with_spark(lake, rubric, parts, tx, master=master)
     return {"task_runs": counts.get("task_scores", 0), "parts": len(parts)}

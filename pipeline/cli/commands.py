@@ -33,6 +33,8 @@ from pipeline.storage.lake import (
 if TYPE_CHECKING:
     import polars as pl
 
+    from pipeline import engines
+
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
 
@@ -162,7 +164,7 @@ def _rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
     except RubricError as exc:
         errors.print(f"[bold red]refused rubric:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
-    from pipeline.jobs.commands import rubric_conflict
+    from pipeline.storage.rubrics import rubric_conflict
 
     conflict = rubric_conflict(lake, rubric) if is_lake(lake) else None
     if conflict:
@@ -242,14 +244,18 @@ SparkMasterOption = Annotated[
         help="Spark master URL for --engine spark (default local[2]; e.g. spark://host:7077).",
     ),
 ]
-DEFAULT_SPARK_MASTER = "local[2]"
 
 
-def _spark_master_or_exit(engine: Engine, spark_master: str | None) -> str:
-    """--spark-master means something only with --engine spark; elsewhere it is refused."""
+def _engine_or_exit(engine: Engine, spark_master: str | None) -> engines.Engine:
+    """The engine scoring runs on, chosen here once; --spark-master means something only
+    with --engine spark, elsewhere it is refused."""
+    from pipeline.engines import DEFAULT_SPARK_MASTER, LocalEngine, SparkEngine
+
     if spark_master is not None and engine is not Engine.spark:
         raise _usage_error("--spark-master needs --engine spark")
-    return spark_master or DEFAULT_SPARK_MASTER
+    if engine is Engine.spark:
+        return SparkEngine(spark_master or DEFAULT_SPARK_MASTER)
+    return LocalEngine()
 
 
 @app.command()
@@ -269,7 +275,7 @@ def score(
         raise _usage_error("--json needs --dry-run (a real rescoring prints its summary)")
     if dry_run and engine is not Engine.local:
         raise _usage_error("--dry-run scores here; it does not take --engine spark")
-    master = _spark_master_or_exit(engine, spark_master)
+    runner = _engine_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
     from pipeline.cli import printing
@@ -279,7 +285,7 @@ def score(
         diff = jobs.dry_run(lake, chosen)
         printing.print_rescore_diff(console, diff, as_json=as_json)
         return
-    result = jobs.score(lake, chosen, engine=engine.value, spark_master=master)
+    result = jobs.score(lake, chosen, engine=runner)
     printing.print_score_result(console, result)
 
 
@@ -292,14 +298,14 @@ def nightly(
     spark_master: SparkMasterOption = None,
 ) -> None:
     """Land new inbox files, score them, rescore all history when the rubric changed."""
-    master = _spark_master_or_exit(engine, spark_master)
+    runner = _engine_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
     _inputs_or_exit([inbox], lake)
     from pipeline.cli import printing
     from pipeline.jobs import nightly as job
 
-    summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=master)
+    summary = job.nightly(inbox, lake, chosen, engine=runner)
     printing.print_nightly_summary(console, summary)
 
 
@@ -313,10 +319,10 @@ def rescore_diff(
     """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
     _lake_or_exit(lake)
     from pipeline.cli import printing
-    from pipeline.jobs import commands as jobs
     from pipeline.jobs import lineage
+    from pipeline.storage.rubrics import known_rubrics
 
-    known = jobs.known_rubrics(lake)
+    known = known_rubrics(lake)
     unknown = [r for r in (rubric_from, rubric_to) if r not in known]
     if unknown:
         errors.print(

@@ -15,9 +15,9 @@ from pipeline.cli.tables import print_table
 from pipeline.core import jsonsafe
 from pipeline.core.sql import sql_text
 from pipeline.ingest import evolution
-from pipeline.jobs.commands import IngestReport, RunSummary, ScoreResult
 from pipeline.jobs.lineage import RescoreDiff
 from pipeline.jobs.nightly import NightlySummary
+from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
 from pipeline.warehouse.build import connect_read_only, open_commands, warehouse_path
 
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"

@@ -37,6 +37,7 @@ from pyspark.sql.types import StructType
 from pipeline.engines import arrow_stages as stages
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
+from pipeline.storage.store import LakeStore
 
 PART = "part"
 SCRATCH = "_spark"
@@ -99,10 +100,10 @@ def _mapper(
 
 
 def _files(lake: Path, table: str, parts: list[str]) -> list[str]:
-    directory = lk.table_dir(lake, table)
     # file:// URIs: on a cluster whose default filesystem is HDFS, a bare path would
     # name a different file; the lake is a POSIX path every node mounts.
-    return [p.resolve().as_uri() for part in parts if (p := directory / f"{part}.parquet").exists()]
+    paths = LakeStore(lake).part_paths(table, parts)
+    return [path.resolve().as_uri() for path in paths if path.exists()]
 
 
 def _with_part(frame: DataFrame) -> DataFrame:
@@ -228,6 +229,7 @@ def score_with_spark(
     counts = dict.fromkeys((*TASK_TABLES, *SURFACE_TABLES), 0)
     if not parts:
         return counts
+    store = LakeStore(lake)
     root = lake / SCRATCH
     # We hold the lock, so anything here is a dead run's leftover.
     shutil.rmtree(root, ignore_errors=True)
@@ -260,14 +262,14 @@ def score_with_spark(
             # As the local engine: a part gets the score files of the families it holds
             # (a landed part whose runs all scored nothing still gets empty files).
             for runs_table, kind, names, unnest in families:
-                if not (lk.table_dir(lake, runs_table) / f"{part}.parquet").exists():
+                if not store.has_part(runs_table, part):
                     continue
                 files = _part_files(scratch / kind, part)
                 empty = stages.empty_tables()
                 tables = unnest(pl.read_parquet(files)) if files else empty
                 for name in names:
                     frame = tables[name]
-                    tx.write(lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet", frame)
+                    store.write_scores(tx, rubric.rubric_id, part, name, frame)
                     counts[name] += frame.height
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.storage import lake as lk
-from schemas import polars_schema
-from schemas.registry import LANDED, SCORED
+from pipeline.storage.store import LakeStore
 
 # Two scores closer than this are the same score (float noise of a re-sum).
 SCORE_TOLERANCE = 1e-12
@@ -64,9 +62,7 @@ class RescoreDiff:
 
 
 def scores_of(lake: Path, rubric_id: str) -> pl.LazyFrame:
-    return lk.scan_table(
-        lk.score_dir(lake, rubric_id, "task_scores"), polars_schema(SCORED["task_scores"])
-    )
+    return LakeStore(lake).scores(rubric_id, "task_scores")
 
 
 def diff_by_env_type(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame) -> pl.LazyFrame:
@@ -119,9 +115,7 @@ def _paired(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame) -> pl
 
 
 def surface_scores_of(lake: Path, rubric_id: str) -> pl.LazyFrame:
-    return lk.scan_table(
-        lk.score_dir(lake, rubric_id, "surface_scores"), polars_schema(SCORED["surface_scores"])
-    )
+    return LakeStore(lake).scores(rubric_id, "surface_scores")
 
 
 def latest_versions(surface_runs: pl.LazyFrame) -> pl.LazyFrame:
@@ -208,10 +202,8 @@ def rescore_diff(
     """The diff between two rubrics' stored scores (or ``after`` and ``surface_after``, the
     task and surface scores of a dry run). ``letters``: the letters, best first (by default
     the letters either rubric gave, in alphabetical order, which is best first too)."""
-    runs = lk.scan_table(lk.table_dir(lake, "task_runs"), polars_schema(LANDED["task_runs"]))
-    surface_runs = lk.scan_table(
-        lk.table_dir(lake, "surface_runs"), polars_schema(LANDED["surface_runs"])
-    )
+    store = LakeStore(lake)
+    runs, surface_runs = store.landed("task_runs"), store.landed("surface_runs")
     before = scores_of(lake, rubric_from)
     target = after if after is not None else scores_of(lake, rubric_to)
     surface_before = surface_scores_of(lake, rubric_from)

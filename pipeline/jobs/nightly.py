@@ -15,11 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline.cli.progress import timed
-from pipeline.jobs import commands as jobs
+from pipeline.engines import Engine
 from pipeline.jobs.check import check_lake_locked
+from pipeline.jobs.ingest import ingest_locked
+from pipeline.jobs.prepare import prepare
+from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.files import scan_inputs
 from pipeline.storage import lake as lk
+from pipeline.storage.rubrics import current_rubric, lake_rubric
+from pipeline.storage.store import LakeStore
 from pipeline.warehouse.build import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
@@ -63,7 +68,7 @@ def file_digest(path: Path) -> str:
 
 
 def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
-    ledger: dict[str, dict[str, object]] = lk.read_json(lk.state_path(lake, LEDGER), {})
+    ledger: dict[str, dict[str, object]] = LakeStore(lake).read_state(LEDGER, {})
     return ledger
 
 
@@ -72,15 +77,14 @@ def nightly(
     lake: Path,
     rubric: Rubric | None = None,
     *,
-    engine: str = "local",
-    spark_master: str = "local[2]",
+    engine: Engine | None = None,
 ) -> NightlySummary:
     """One nightly pass over ``inbox`` under ``rubric`` (None: the lake's own, so a nightly
     job never undoes an analyst's rubric change); see the module docstring."""
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
     with lk.lake_lock(lake):
-        notes = jobs.prepare(lake)
+        notes = prepare(lake)
         with timed(seconds, "scan"):
             scanned = scan_inputs([inbox], lake)
             files = scanned.files
@@ -88,8 +92,8 @@ def nightly(
             digests = {path: file_digest(path) for path in files}
             ledger = read_ledger(lake)
             new = [path for path in files if digests[path] not in ledger]
-        before = jobs.current_rubric(lake)
-        rubric = jobs.lake_rubric(lake, rubric)
+        before = current_rubric(lake)
+        rubric = lake_rubric(lake, rubric)
         summary = NightlySummary(
             started_at=started.isoformat(),
             inbox=str(inbox),
@@ -99,7 +103,7 @@ def nightly(
             rubric_after=rubric.rubric_id,
         )
         rubric_changed = before is None or before.rubric_id != rubric.rubric_id
-        pending = jobs.pending_parts(lake, rubric)
+        pending = pending_parts(LakeStore(lake), rubric)
         if not new and not rubric_changed and not pending:
             summary.nothing_to_do = True
             # A run killed after scoring but before the views leaves a stale file.
@@ -117,11 +121,11 @@ def nightly(
                     for path in new
                 }
                 with timed(seconds, "ingest"):
-                    report = jobs.ingest_locked(
+                    report = ingest_locked(
                         new,
                         lake,
                         rubric,
-                        extra_documents={lk.state_path(lake, LEDGER): {**ledger, **entries}},
+                        extra_state={LEDGER: {**ledger, **entries}},
                     )
                 summary.lines_read = report.lines_read
                 summary.landed_task_runs = report.landed_task_runs
@@ -133,9 +137,7 @@ def nightly(
                 summary.schema_news = report.schema_news
                 notes.extend(report.notes)
             with timed(seconds, "score"):
-                result = jobs.score_locked(
-                    lake, rubric, full=False, engine=engine, spark_master=spark_master
-                )
+                result = score_locked(lake, rubric, full=False, engine=engine)
             seconds |= {f"score: {stage}": value for stage, value in result.stages.items()}
             summary.runs_scored = result.task_runs + result.surface_runs
             summary.full_rescore = result.full
@@ -148,6 +150,6 @@ def nightly(
         summary.seconds = seconds
         summary.notes = notes
         stamp = started.strftime("%Y%m%dT%H%M%S%fZ")
-        path = lk.write_json_atomic(asdict(summary), lake / "_runs" / f"nightly-{stamp}.json")
+        path = LakeStore(lake).write_run_record(f"nightly-{stamp}", asdict(summary))
         summary.summary_file = str(path)
     return summary
