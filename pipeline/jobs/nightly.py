@@ -19,6 +19,7 @@ from pipeline.engines import Engine
 from pipeline.jobs.check import check_lake_locked
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.jobs.prepare import prepare
+from pipeline.jobs.results import IngestReport
 from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.files import scan_inputs
@@ -72,6 +73,25 @@ def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
     return ledger
 
 
+def _ledger_entry(path: Path, started: datetime) -> dict[str, object]:
+    return {"path": str(path), "size": path.stat().st_size, "first_seen": started.isoformat()}
+
+
+def _add_ingest(summary: NightlySummary, report: IngestReport) -> None:
+    """The ingest's counts, copied into the nightly summary."""
+    for name in (
+        "lines_read",
+        "landed_task_runs",
+        "landed_surface_runs",
+        "quarantined",
+        "skipped_duplicates",
+        "skipped_blank",
+        "already_quarantined",
+        "schema_news",
+    ):
+        setattr(summary, name, getattr(report, name))
+
+
 def nightly(
     inbox: Path,
     lake: Path,
@@ -112,29 +132,12 @@ def nightly(
                     build_warehouse(lake, rubric.rubric_id)
         else:
             if new:
-                entries = {
-                    digests[path]: {
-                        "path": str(path),
-                        "size": path.stat().st_size,
-                        "first_seen": started.isoformat(),
-                    }
-                    for path in new
-                }
+                entries = {digests[path]: _ledger_entry(path, started) for path in new}
                 with timed(seconds, "ingest"):
                     report = ingest_locked(
-                        new,
-                        lake,
-                        rubric,
-                        extra_state={LEDGER: {**ledger, **entries}},
+                        new, lake, rubric, extra_state={LEDGER: {**ledger, **entries}}
                     )
-                summary.lines_read = report.lines_read
-                summary.landed_task_runs = report.landed_task_runs
-                summary.landed_surface_runs = report.landed_surface_runs
-                summary.quarantined = report.quarantined
-                summary.skipped_duplicates = report.skipped_duplicates
-                summary.skipped_blank = report.skipped_blank
-                summary.already_quarantined = report.already_quarantined
-                summary.schema_news = report.schema_news
+                _add_ingest(summary, report)
                 notes.extend(report.notes)
             with timed(seconds, "score"):
                 result = score_locked(lake, rubric, full=False, engine=engine)
