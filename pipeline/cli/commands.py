@@ -7,7 +7,7 @@ refused rubric, before any work; 1 anything else that failed.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,6 +20,7 @@ from rich.markup import escape
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from pipeline.core.stages import set_track
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import (
     DEFAULT_LAKE,
@@ -37,6 +38,16 @@ if TYPE_CHECKING:
 
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
+
+
+def _bar(items: Iterable[Any], description: str, total: int | None = None) -> Iterator[Any]:
+    """The stages' progress as a bar (pipeline/cli/progress.py), loaded when first shown."""
+    from pipeline.cli.progress import progress
+
+    yield from progress(items, description, total)
+
+
+set_track(_bar)
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -30,7 +30,7 @@ class LocalEngine:
         seconds: dict[str, float],
     ) -> dict[str, int]:
         """Write every score table of ``parts`` through ``tx``; rows written per table."""
-        from pipeline.cli.progress import progress, timed
+        from pipeline.core.stages import progress, timed
         from pipeline.engines.local import score_parts
 
         counts: dict[str, int] = {}

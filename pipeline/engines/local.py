@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from pipeline import surface
-from pipeline.cli.progress import timed
+from pipeline.core.stages import timed
 from pipeline.rubric import Rubric
 from pipeline.storage.store import LakeStore
 from pipeline.tasks import score as task_score

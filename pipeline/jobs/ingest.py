@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.cli.progress import progress
 from pipeline.compare import regressions as version_regressions
+from pipeline.core.stages import progress
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import unterminated_notes
 from pipeline.jobs.earlier import landed_index

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.cli.progress import timed
+from pipeline.core.stages import timed
 from pipeline.engines import Engine
 from pipeline.jobs.check import check_lake_locked
 from pipeline.jobs.ingest import ingest_locked
