@@ -236,24 +236,20 @@ def score_with_spark(
     scratch = root / tx.stage.name
     try:
         with _session(master, spark) as session:
-            tasks = _task_input(session, lake, parts)
-            if tasks is not None:
-                _score_to_scratch(
-                    tasks,
-                    stages.score_task_batch,
-                    stages.task_output_schema(pl.Schema({PART: pl.String})),
-                    rubric,
-                    scratch / "tasks",
-                )
-            surfaces = _surface_input(session, lake, parts)
-            if surfaces is not None:
-                _score_to_scratch(
-                    surfaces,
+            inputs = (
+                ("tasks", _task_input, stages.score_task_batch, stages.task_output_schema),
+                (
+                    "surfaces",
+                    _surface_input,
                     stages.score_surface_batch,
-                    stages.surface_output_schema(pl.Schema({PART: pl.String})),
-                    rubric,
-                    scratch / "surfaces",
-                )
+                    stages.surface_output_schema,
+                ),
+            )
+            for kind, read, stage, output_schema in inputs:
+                frame = read(session, lake, parts)
+                if frame is not None:
+                    carry = pl.Schema({PART: pl.String})
+                    _score_to_scratch(frame, stage, output_schema(carry), rubric, scratch / kind)
         families = (
             ("task_runs", "tasks", TASK_TABLES, stages.unnest_task_scores),
             ("surface_runs", "surfaces", SURFACE_TABLES, stages.unnest_surface_scores),

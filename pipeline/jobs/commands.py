@@ -45,14 +45,23 @@ def ingest(
     once, so the lake never holds a run without a current score (`pipeline
     check`); the rubric itself changes only through an explicit ``--rubric``.
     """
+    report, scored = _ingest_and_score(inputs, lake, rubric, limits)
+    report.scored = scored
+    return report
+
+
+def _ingest_and_score(
+    inputs: Sequence[Path], lake: Path, rubric: Rubric | None, limits: Limits | None
+) -> tuple[IngestReport, ScoreResult]:
+    """Under the lock: mend the lake, land ``inputs``, score what is new, refresh the views."""
     with lk.lake_lock(lake):
         notes = prepare(lake)
         chosen = lake_rubric(lake, rubric)
         report = ingest_locked(inputs, lake, chosen, limits=limits)
         report.notes = notes + report.notes
-        report.scored = score_locked(lake, chosen, full=False)
+        scored = score_locked(lake, chosen, full=False)
         build_warehouse(lake, chosen.rubric_id)
-        return report
+    return report, scored
 
 
 def score(lake: Path, rubric: Rubric | None = None, *, engine: Engine | None = None) -> ScoreResult:
@@ -102,11 +111,5 @@ def run(
 
     Without a rubric the lake's own is used, so a plain run never undoes a rubric change.
     """
-    with lk.lake_lock(lake):
-        notes = prepare(lake)
-        chosen = lake_rubric(lake, rubric)
-        report = ingest_locked(inputs, lake, chosen, limits=limits)
-        report.notes = notes + report.notes
-        result = score_locked(lake, chosen, full=False)
-        build_warehouse(lake, chosen.rubric_id)
-    return RunSummary(ingest=report, score=result, warehouse=warehouse_path(lake))
+    report, scored = _ingest_and_score(inputs, lake, rubric, limits)
+    return RunSummary(ingest=report, score=scored, warehouse=warehouse_path(lake))
