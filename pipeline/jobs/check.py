@@ -54,14 +54,10 @@ def _landed(lake: Path, table: str, columns: list[str]) -> pl.DataFrame:
 
 def check_parts(lake: Path) -> list[str]:
     problems = part_problems(lake)
-    staging = lake / "_staging"
-    if staging.is_dir():
-        problems += [
-            f"an interrupted run left {stage}; the next run, score or nightly finishes or "
-            "discards it"
-            for stage in sorted(staging.iterdir())
-        ]
-    return problems
+    return problems + [
+        f"an interrupted run left {stage}; the next run, score or nightly finishes or discards it"
+        for stage in LakeStore(lake).leftover_stages()
+    ]
 
 
 def check_lines(lake: Path) -> list[str]:

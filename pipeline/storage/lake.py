@@ -255,7 +255,7 @@ def lake_lock(lake: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _staging(lake: Path) -> Path:
+def staging_dir(lake: Path) -> Path:
     return lake / "_staging"
 
 
@@ -272,7 +272,7 @@ class Transaction:
 
     def __init__(self, lake: Path) -> None:
         self.lake = lake
-        self.stage = _staging(lake) / new_batch_id()
+        self.stage = staging_dir(lake) / new_batch_id()
         self.stage.mkdir(parents=True)
         self.moves: list[dict[str, str]] = []
         self.deletes: list[str] = []
@@ -382,7 +382,7 @@ def _apply(stage: Path, journal: dict[str, list[Any]] | None = None) -> None:
 def recover(lake: Path) -> list[str]:
     """Finish committed work and discard uncommitted work of a run that died."""
     done: list[str] = []
-    root = _staging(lake)
+    root = staging_dir(lake)
     if not root.is_dir():
         return done
     for stage in sorted(root.iterdir()):

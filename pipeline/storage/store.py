@@ -107,6 +107,11 @@ class LakeStore:
         files = tx.files_after(self._score_dir(rubric_id, table))
         return lk.scan_files(files, _schema(table))
 
+    def leftover_stages(self) -> list[Path]:
+        """Staging folders of transactions that neither committed nor aborted (a crash)."""
+        staging = lk.staging_dir(self.root)
+        return sorted(staging.iterdir()) if staging.is_dir() else []
+
     def read_state(self, name: str, default: Any) -> Any:
         return lk.read_json(lk.state_path(self.root, name), default)
 
