@@ -20,10 +20,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipeline.cli import printing
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import Rubric, load_rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage import parts
+from pipeline.storage.store import LakeStore
 from pipeline.tasks import score as task_score
 from pipeline.warehouse.build import connect_read_only
 from tools import simulate as sim
@@ -199,7 +201,7 @@ def _rescore_spark(lake: Path, rubric: Rubric, master: str) -> dict[str, Any]:
 
     with lk.lake_lock(lake):
         lk.recover(lake)
-        parts = jobs.landed_parts(lake, "task_runs")
+        parts = LakeStore(lake).landed_parts("task_runs")
         with lk.Transaction(lake) as tx:
             counts = score_with_spark(lake, rubric, parts, tx, master=master)
     return {"task_runs": counts.get("task_scores", 0), "parts": len(parts)}
@@ -226,7 +228,7 @@ def query(params: dict[str, Any]) -> dict[str, Any]:
     """An analyst's first query (``make run`` suggests it) on the warehouse just built:
     by_agent aggregates every current score through the staging views."""
     with connect_read_only(Path(params["lake"])) as con:
-        rows = con.execute(jobs.FIRST_QUERY).fetchall()
+        rows = con.execute(printing.FIRST_QUERY).fetchall()
     return {"rows": len(rows)}
 
 

@@ -16,6 +16,7 @@ from bench.peers import rubric as peer_rubric
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import load_rubric
 from pipeline.storage import lake as lk
+from pipeline.storage.rubrics import current_rubric
 from tools import simulate as sim
 
 RUNS = 3_000
@@ -120,7 +121,7 @@ def assert_equal_scores(lake: Path, rubric_id: str, peer_out: Path) -> None:
 
 def test_the_varied_runs_reach_every_branch(landed: tuple[Path, Path]) -> None:
     _, lake = landed
-    runs = pipeline_scores(lake, jobs.current_rubric(lake).rubric_id, "task_scores")
+    runs = pipeline_scores(lake, current_rubric(lake).rubric_id, "task_scores")
     anomalies = runs["anomalies"].explode().drop_nulls().str.extract(r"^(\w+):").unique()
     assert {"unknown_component", "missing_component"} <= set(anomalies)
     assert (runs["status"] == "grader_error").any()
@@ -131,13 +132,13 @@ def test_the_varied_runs_reach_every_branch(landed: tuple[Path, Path]) -> None:
 def test_duckdb_peer_scores_equal_the_pipelines(landed: tuple[Path, Path], tmp_path: Path) -> None:
     jsonl, lake = landed
     duckdb_run.run(jsonl, tmp_path, peer_rubric.load())
-    assert_equal_scores(lake, jobs.current_rubric(lake).rubric_id, tmp_path)
+    assert_equal_scores(lake, current_rubric(lake).rubric_id, tmp_path)
 
 
 def test_polars_peer_scores_equal_the_pipelines(landed: tuple[Path, Path], tmp_path: Path) -> None:
     _, lake = landed
     polars_rescore.rescore(lake, tmp_path, peer_rubric.load())
-    assert_equal_scores(lake, jobs.current_rubric(lake).rubric_id, tmp_path)
+    assert_equal_scores(lake, current_rubric(lake).rubric_id, tmp_path)
 
 
 def test_both_peers_follow_a_rubric_that_changes_every_constant(

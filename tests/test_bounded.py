@@ -31,6 +31,8 @@ from pipeline.core import sql
 from pipeline.ingest import batch as ingest
 from pipeline.ingest.batch import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs
+from pipeline.jobs import land
+from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs
 from pipeline.storage import lake as lk
@@ -99,7 +101,7 @@ def test_an_unforeseen_failure_quarantines_its_file_whole_and_the_run_goes_on(
     bad = folder / "z-bad.jsonl"
     bad.write_text("".join(f"{i}\n" for i in range(7)))
     (folder / "a-more.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
-    monkeypatch.setattr(jobs, "build_batch", _failing_build(str(bad), exc))
+    monkeypatch.setattr(land, "build_batch", _failing_build(str(bad), exc))
     lake = tmp_path / "lake"
     output = _run([folder], lake)
     assert f"{bad}: could not be read or landed, quarantined whole: {type(exc).__name__}" in output
@@ -159,11 +161,11 @@ def test_the_rest_of_a_failed_file_follows_it_into_quarantine(
             raise MemoryError
         return real(lines, env_types, batch_id)
 
-    monkeypatch.setattr(jobs, "build_batch", build)
+    monkeypatch.setattr(land, "build_batch", build)
     lake = tmp_path / "lake"
     size = len(bad.read_bytes()) // 4 + 1
     with lk.lake_lock(lake):
-        report = jobs.ingest_locked([bad], lake, parse_rubric({}), chunk_bytes=size)
+        report = ingest_locked([bad], lake, parse_rubric({}), chunk_bytes=size)
     assert report.accounted == report.lines_read == 40
     assert report.landed_task_runs < 40 and report.quarantined == 40 - report.landed_task_runs
     assert any("quarantined whole" in note for note in report.notes)
@@ -297,7 +299,7 @@ def _ingest_peak(tmp_path: Path, shape: str, scale: int) -> tuple[int, dict[str,
     """Peak RSS of a fresh interpreter ingesting one shape, and what the ingest reported."""
     code = (
         "import json\nfrom pathlib import Path\nfrom bench.hostile import SHAPES\n"
-        "from pipeline import jobs\n"
+        "from pipeline.jobs import commands as jobs\n"
         f"folder = Path({str(tmp_path)!r}) / {shape + str(scale)!r}\nfolder.mkdir()\n"
         f"SHAPES[{shape!r}](folder, {scale})\n"
         "r = jobs.ingest([folder], folder.parent / ('lake-' + folder.name))\n"

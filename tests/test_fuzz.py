@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pipeline.ingest.batch import DEFAULT_KEEP_BAD_LINES, quarantined_lines
 from pipeline.jobs import commands as jobs
-from pipeline.jobs.commands import IngestReport
+from pipeline.jobs.results import IngestReport
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import (
     DEFAULT_MAX_DEPTH,

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from pipeline.jobs import commands as jobs
+from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import read_lines
 from pipeline.storage import lake as lk
@@ -161,7 +162,7 @@ def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path:
         write_jsonl(tmp_path / "c.jsonl", [*lines_of(record("r3")), "not json"]),
     ]
     with lk.lake_lock(lake):
-        first = jobs.ingest_locked(files, lake, chunk_bytes=1)
+        first = ingest_locked(files, lake, chunk_bytes=1)
     assert len(first.parts) == 3  # the chunks that land a run: a.jsonl 1 and 2, b.jsonl 3
     assert (first.landed_task_runs, first.skipped_duplicates, first.quarantined) == (3, 2, 3)
     clash = quarantine(lake).filter(pl.col("source") == str(files[1]))["reason"].to_list()
@@ -170,7 +171,7 @@ def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path:
         and f"already landed with different content (from {files[0]}:2)" in (clash[0])
     )
     with lk.lake_lock(lake):
-        again = jobs.ingest_locked(files, lake, chunk_bytes=1)
+        again = ingest_locked(files, lake, chunk_bytes=1)
     assert (again.landed_task_runs, again.quarantined) == (0, 0)
     assert (again.skipped_duplicates, again.already_quarantined) == (5, 3)
     assert again.accounted == again.lines_read == 8

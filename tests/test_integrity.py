@@ -26,6 +26,8 @@ from pipeline.compare import stats
 from pipeline.core import jsonsafe
 from pipeline.ingest import batch as ingest
 from pipeline.jobs import commands as jobs
+from pipeline.jobs.prepare import INGEST_READS, prepare
+from pipeline.jobs.results import IngestReport
 from pipeline.rubric import RubricError, parse_rubric
 from tests.test_ingest import quarantine, record, with_grade, write_jsonl
 
@@ -49,7 +51,7 @@ def reasons_by_line(lake: Path) -> dict[int, str]:
     return dict(zip(rows["line"].to_list(), rows["reason"].to_list(), strict=True))
 
 
-def ingest_lines(tmp_path: Path, lines: list[str]) -> tuple[jobs.IngestReport, Path]:
+def ingest_lines(tmp_path: Path, lines: list[str]) -> tuple[IngestReport, Path]:
     lake = tmp_path / "lake"
     report = jobs.ingest([write_jsonl(tmp_path / "in.jsonl", lines)], lake)
     assert report.accounted == report.lines_read == len(lines)
@@ -745,15 +747,15 @@ def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
 
     monkeypatch.setattr(parts, "file_facts", counting)
     with lk.lake_lock(lake):
-        assert jobs.prepare(lake) == []
+        assert prepare(lake) == []
     landed = [p for p in lake.glob("*/*.parquet") if p.stem != "empty"]
     assert sorted(hashed) == sorted(landed)
     hashed.clear()
     with lk.lake_lock(lake):
-        assert jobs.prepare(lake) == []
+        assert prepare(lake) == []
     # Then only what ingest reads to dedupe is hashed again (a flip keeps the mtime).
-    assert sorted(hashed) == sorted(p for p in landed if p.parent.name in jobs.INGEST_READS)
-    assert any(p.parent.name not in jobs.INGEST_READS for p in landed)
+    assert sorted(hashed) == sorted(p for p in landed if p.parent.name in INGEST_READS)
+    assert any(p.parent.name not in INGEST_READS for p in landed)
 
 
 def test_an_ungated_env_may_be_given_a_gate() -> None:

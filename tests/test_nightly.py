@@ -13,10 +13,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.jobs import commands as jobs
 from pipeline.jobs import nightly
 from pipeline.rubric import parse_rubric
 from pipeline.storage.lake import CRASH_AT_ENV, LakeBusyError, lake_lock
+from pipeline.storage.rubrics import known_rubrics
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample"
@@ -97,7 +97,7 @@ def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None
     con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
     assert con.execute("select distinct rubric_id from task_runs").fetchall() == [("strict",)]
     con.close()
-    assert set(jobs.known_rubrics(lake)) == {DEFAULT.rubric_id, "strict"}
+    assert set(known_rubrics(lake)) == {DEFAULT.rubric_id, "strict"}
 
 
 @pytest.mark.slow

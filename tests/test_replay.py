@@ -18,6 +18,7 @@ from pipeline.cli.commands import app
 from pipeline.ingest.batch import KEEP_BAD_LINES_ENV
 from pipeline.ingest.evolution import schema_news
 from pipeline.jobs import commands as jobs
+from pipeline.jobs import land
 from pipeline.jobs.replay import replay_quarantine, unresolved
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import MAX_DEPTH_ENV, MAX_EXPANDED_BYTES_ENV, MAX_RECORD_BYTES_ENV
@@ -308,15 +309,15 @@ def test_a_file_that_failed_whole_is_read_again_and_its_bad_lines_stay_counted(
     lake = tmp_path / "lake"
     good = [json.dumps(task_record(random.Random(i), f"g{i}")) for i in range(5)]
     source = write(tmp_path / "night.jsonl", [good[0], "garbage", *good[1:], "{}"])
-    real = jobs.build_batch
+    real = land.build_batch
 
     def failing(lines, env_types, batch_id):  # type: ignore[no-untyped-def]
         raise MemoryError
 
-    monkeypatch.setattr(jobs, "build_batch", failing)
+    monkeypatch.setattr(land, "build_batch", failing)
     jobs.run([source], lake, parse_rubric({}))
     assert [row[:4] for row in _quarantine_view(lake)] == [(1, 7, 7, True)]
-    monkeypatch.setattr(jobs, "build_batch", real)
+    monkeypatch.setattr(land, "build_batch", real)
 
     report = replay_quarantine(lake)
     assert (report.block_task_runs, report.blocks_resolved) == (5, 1)

@@ -1,8 +1,8 @@
 """The Spark engine scores exactly like the local engine, through the same Arrow stages.
 
 Without Spark: the pure ``Arrow table -> Arrow table`` stages of
-``pipeline.engines.arrow_stages`` give, part by part, what ``jobs.score_part`` gives,
-however the runs are split into batches. With Spark (``local[2]``, one
+``pipeline.engines.arrow_stages`` give, part by part, what the local engine's
+``score_part`` gives, however the runs are split into batches. With Spark (``local[2]``, one
 session for the whole test run): ``score_with_spark`` writes, through a
 Transaction, the same score files at the same paths as ``jobs.score``, every
 column equal after sorting by keys, for the default rubric and a changed one;
@@ -25,9 +25,12 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pipeline.engines import arrow_stages as stages
+from pipeline.engines.local import score_part
 from pipeline.jobs import commands as jobs
+from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
+from pipeline.storage.store import EMPTY_STEM, LakeStore
 from pipeline.warehouse.build import build_warehouse, connect_read_only
 from tests.paths import REAL_REPORTS
 from tools import simulate as sim
@@ -109,7 +112,7 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sim.write_task_jsonl(root / "bulk.jsonl", BULK_RUNS, seed=5)
     lake = root / "lake"
     with lk.lake_lock(lake):
-        report = jobs.ingest_locked(
+        report = ingest_locked(
             [root / "sample", root / "bulk.jsonl", REAL_REPORTS], lake, chunk_bytes=CHUNK_BYTES
         )
     assert len(report.parts) >= 3, report.parts
@@ -124,8 +127,8 @@ def _copy(lake: Path, tmp_path: Path, name: str) -> Path:
 
 
 def _parts(lake: Path) -> list[str]:
-    tasks = set(jobs.landed_parts(lake, "task_runs"))
-    return sorted(tasks | set(jobs.landed_parts(lake, "surface_runs")))
+    tasks = set(LakeStore(lake).landed_parts("task_runs"))
+    return sorted(tasks | set(LakeStore(lake).landed_parts("surface_runs")))
 
 
 def _nested_tasks(lake: Path, part: str) -> pa.Table:
@@ -168,7 +171,7 @@ def _score_files(lake: Path, rubric: Rubric) -> dict[str, Path]:
     return {
         str(path.relative_to(lake)): path
         for path in sorted(root.rglob("*.parquet"))
-        if path.stem != jobs.EMPTY_STEM and path.parent.name in lk.SCORE_TABLES
+        if path.stem != EMPTY_STEM and path.parent.name in lk.SCORE_TABLES
     }
 
 
@@ -179,7 +182,7 @@ def test_arrow_stages_give_what_score_part_gives(landed: Path) -> None:
     rubric = parse_rubric({})
     compared = 0
     for part in _parts(landed):
-        local = jobs.score_part(landed, part, rubric)
+        local = score_part(LakeStore(landed), part, rubric)
         tables = stages.empty_tables()
         if (lk.table_dir(landed, "task_runs") / f"{part}.parquet").exists():
             scored = stages.score_task_batch(_nested_tasks(landed, part), rubric)
@@ -196,7 +199,7 @@ def test_arrow_stages_give_what_score_part_gives(landed: Path) -> None:
 def test_task_batches_may_split_runs_anywhere(landed: Path) -> None:
     # Scoring is per run, so three batches give what one batch gives.
     rubric = parse_rubric(CHANGED_RUBRIC)
-    part = jobs.landed_parts(landed, "task_runs")[0]
+    part = LakeStore(landed).landed_parts("task_runs")[0]
     whole = _nested_tasks(landed, part)
     one = pl.from_arrow(stages.score_task_batch(whole, rubric))
     third = whole.num_rows // 3
@@ -208,7 +211,7 @@ def test_task_batches_may_split_runs_anywhere(landed: Path) -> None:
 
 
 def test_carry_columns_pass_through_per_run(landed: Path) -> None:
-    part = jobs.landed_parts(landed, "task_runs")[0]
+    part = LakeStore(landed).landed_parts("task_runs")[0]
     batch = pl.from_arrow(_nested_tasks(landed, part))
     assert isinstance(batch, pl.DataFrame)
     batch = batch.with_columns(part=pl.concat_str(pl.lit("p-"), pl.col("run_id")))
@@ -220,7 +223,7 @@ def test_carry_columns_pass_through_per_run(landed: Path) -> None:
 
 
 def test_a_batch_without_a_needed_column_is_refused_by_name(landed: Path) -> None:
-    part = jobs.landed_parts(landed, "task_runs")[0]
+    part = LakeStore(landed).landed_parts("task_runs")[0]
     batch = _nested_tasks(landed, part).drop_columns([stages.PENALTIES])
     with pytest.raises(stages.ArrowStageError, match=r"lacks column.*penalties"):
         stages.score_task_batch(batch, parse_rubric({}))
@@ -251,7 +254,7 @@ def test_spark_writes_what_the_local_engine_writes(
     # One file per landed part and table, at the local engine's paths.
     assert sorted(spark_files) == sorted(local_files)
     families = {"task_runs": 2, "surface_runs": 3}
-    expected = sum(len(jobs.landed_parts(landed, runs)) * n for runs, n in families.items())
+    expected = sum(len(LakeStore(landed).landed_parts(runs)) * n for runs, n in families.items())
     assert len(spark_files) == expected
     for relative, path in local_files.items():
         table = Path(relative).parent.name
@@ -263,7 +266,7 @@ def test_spark_writes_what_the_local_engine_writes(
         t: sum(
             pl.read_parquet(p).height
             for p in lk.parquet_files(lk.score_dir(local, rubric.rubric_id, t))
-            if p.stem != jobs.EMPTY_STEM
+            if p.stem != EMPTY_STEM
         )
         for t in KEYS
     }

@@ -18,7 +18,9 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from pipeline.cli.commands import app
+from pipeline.engines import local as local_engine
 from pipeline.jobs import commands as jobs
+from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.warehouse.build import (
@@ -319,7 +321,7 @@ def test_readers_never_see_a_run_without_its_score(
     from pipeline.storage import lake as lake_module
 
     with lake_module.lake_lock(lake):
-        jobs.ingest_locked([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "bad"], lake)
+        ingest_locked([SAMPLE / "tasks" / "borealis.jsonl", SAMPLE / "bad"], lake)
     build_warehouse(lake, DEFAULT.rubric_id)
     assert count(lake, "select count(*) from task_runs") == atlas
     assert count(lake, "select count(*) from quarantine") == 0
@@ -329,7 +331,7 @@ def test_readers_never_see_a_run_without_its_score(
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("scoring failed")
 
-    monkeypatch.setattr(jobs, "score_part", broken)
+    monkeypatch.setattr(local_engine, "score_part", broken)
     with pytest.raises(RuntimeError, match="scoring failed"):
         jobs.run([SAMPLE / "tasks" / "cinder.jsonl.gz"], lake, DEFAULT)
     assert warehouse_path(lake).read_bytes() == before

@@ -7,7 +7,7 @@ refused rubric, before any work; 1 anything else that failed.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,6 +20,7 @@ from rich.markup import escape
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from pipeline.core.stages import set_track
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import (
     DEFAULT_LAKE,
@@ -33,8 +34,20 @@ from pipeline.storage.lake import (
 if TYPE_CHECKING:
     import polars as pl
 
+    from pipeline import engines
+
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
+
+
+def _bar(items: Iterable[Any], description: str, total: int | None = None) -> Iterator[Any]:
+    """The stages' progress as a bar (pipeline/cli/progress.py), loaded when first shown."""
+    from pipeline.cli.progress import progress
+
+    yield from progress(items, description, total)
+
+
+set_track(_bar)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -162,7 +175,7 @@ def _rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
     except RubricError as exc:
         errors.print(f"[bold red]refused rubric:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
-    from pipeline.jobs.commands import rubric_conflict
+    from pipeline.storage.rubrics import rubric_conflict
 
     conflict = rubric_conflict(lake, rubric) if is_lake(lake) else None
     if conflict:
@@ -207,11 +220,12 @@ def run(
     _lake_or_exit(lake, may_create=True)
     chosen = _rubric_or_exit(rubric, lake)
     paths = _inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
     from pipeline.sources.files import Limits
 
     summary = jobs.run(paths, lake, chosen, Limits(max_record_bytes, max_depth))
-    jobs.print_run_summary(console, summary, lake)
+    printing.print_run_summary(console, summary, lake)
 
 
 @app.command()
@@ -222,15 +236,16 @@ def ingest(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Validate and land graded runs; quarantine what is malformed."""
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
     from pipeline.sources.files import Limits
 
     _lake_or_exit(lake, may_create=True)
     paths = _inputs_or_exit(inputs, lake)
     report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
-    jobs.print_ingest_report(console, report)
+    printing.print_ingest_report(console, report)
     if report.scored is not None:
-        jobs.print_score_result(console, report.scored)
+        printing.print_score_result(console, report.scored)
 
 
 SparkMasterOption = Annotated[
@@ -240,14 +255,18 @@ SparkMasterOption = Annotated[
         help="Spark master URL for --engine spark (default local[2]; e.g. spark://host:7077).",
     ),
 ]
-DEFAULT_SPARK_MASTER = "local[2]"
 
 
-def _spark_master_or_exit(engine: Engine, spark_master: str | None) -> str:
-    """--spark-master means something only with --engine spark; elsewhere it is refused."""
+def _engine_or_exit(engine: Engine, spark_master: str | None) -> engines.Engine:
+    """The engine scoring runs on, chosen here once; --spark-master means something only
+    with --engine spark, elsewhere it is refused."""
+    from pipeline.engines import DEFAULT_SPARK_MASTER, LocalEngine, SparkEngine
+
     if spark_master is not None and engine is not Engine.spark:
         raise _usage_error("--spark-master needs --engine spark")
-    return spark_master or DEFAULT_SPARK_MASTER
+    if engine is Engine.spark:
+        return SparkEngine(spark_master or DEFAULT_SPARK_MASTER)
+    return LocalEngine()
 
 
 @app.command()
@@ -267,19 +286,18 @@ def score(
         raise _usage_error("--json needs --dry-run (a real rescoring prints its summary)")
     if dry_run and engine is not Engine.local:
         raise _usage_error("--dry-run scores here; it does not take --engine spark")
-    master = _spark_master_or_exit(engine, spark_master)
+    runner = _engine_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
+    from pipeline.cli import printing
     from pipeline.jobs import commands as jobs
 
     if dry_run:
-        from pipeline.jobs import lineage
-
         diff = jobs.dry_run(lake, chosen)
-        lineage.print_diff(console, diff, as_json=as_json)
+        printing.print_rescore_diff(console, diff, as_json=as_json)
         return
-    result = jobs.score(lake, chosen, engine=engine.value, spark_master=master)
-    jobs.print_score_result(console, result)
+    result = jobs.score(lake, chosen, engine=runner)
+    printing.print_score_result(console, result)
 
 
 @app.command()
@@ -291,14 +309,15 @@ def nightly(
     spark_master: SparkMasterOption = None,
 ) -> None:
     """Land new inbox files, score them, rescore all history when the rubric changed."""
-    master = _spark_master_or_exit(engine, spark_master)
+    runner = _engine_or_exit(engine, spark_master)
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
     _inputs_or_exit([inbox], lake)
+    from pipeline.cli import printing
     from pipeline.jobs import nightly as job
 
-    summary = job.nightly(inbox, lake, chosen, engine=engine.value, spark_master=master)
-    job.print_summary(console, summary)
+    summary = job.nightly(inbox, lake, chosen, engine=runner)
+    printing.print_nightly_summary(console, summary)
 
 
 @app.command("rescore-diff")
@@ -310,10 +329,11 @@ def rescore_diff(
 ) -> None:
     """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
     _lake_or_exit(lake)
-    from pipeline.jobs import commands as jobs
+    from pipeline.cli import printing
     from pipeline.jobs import lineage
+    from pipeline.storage.rubrics import known_rubrics
 
-    known = jobs.known_rubrics(lake)
+    known = known_rubrics(lake)
     unknown = [r for r in (rubric_from, rubric_to) if r not in known]
     if unknown:
         errors.print(
@@ -322,7 +342,8 @@ def rescore_diff(
             highlight=False,
         )
         raise typer.Exit(EXIT_USAGE)
-    lineage.print_diff(console, lineage.rescore_diff(lake, rubric_from, rubric_to), as_json=as_json)
+    diff = lineage.rescore_diff(lake, rubric_from, rubric_to)
+    printing.print_rescore_diff(console, diff, as_json=as_json)
 
 
 @app.command("surface-diff")
@@ -594,12 +615,12 @@ def replay_quarantine(
     """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
     _lake_or_exit(lake)
     chosen = _rubric_or_exit(rubric, lake)
-    from pipeline.jobs import commands as jobs
+    from pipeline.cli import printing
     from pipeline.jobs import replay
 
     report = replay.replay_quarantine(lake, chosen)
     if report.scored is not None:
-        change = jobs.rubric_change_line(
+        change = printing.rubric_change_line(
             report.scored.rubric_before,
             report.scored.rubric_id,
             report.scored.task_runs + report.scored.surface_runs,

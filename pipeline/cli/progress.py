@@ -1,12 +1,11 @@
-"""Long stages: progress bars (on a terminal only, never in CI or a pipe) and their seconds."""
+"""Long stages: progress bars (on a terminal only, never in CI or a pipe); the jobs report
+through pipeline/core/stages.py, which the CLI points here."""
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.progress import track
@@ -24,13 +23,3 @@ def progress(items: Iterable[T], description: str, total: int | None = None) -> 
         yield from items
         return
     yield from track(items, description=description, total=total, transient=True)
-
-
-@contextmanager
-def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
-    """Add the seconds the block took to ``seconds[stage]`` (a stage may run many times)."""
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        seconds[stage] = round(seconds.get(stage, 0.0) + time.perf_counter() - started, 3)

@@ -18,8 +18,9 @@ import polars as pl
 
 from pipeline.compare import gate, stats
 from pipeline.storage import lake as lk
-from schemas import checked, polars_schema
-from schemas.registry import LANDED, SCORED
+from pipeline.storage.store import LakeStore
+from schemas import checked
+from schemas.registry import SCORED
 
 TABLE: Final = lk.VERSION_REGRESSIONS
 # One file per rubric, named so it can never collide with a part's name.
@@ -30,13 +31,9 @@ SCORE_COLUMNS: Final = ("run_id", "status", "score", "passed")
 
 def runs_after(lake: Path, rubric_id: str, tx: lk.Transaction) -> pl.LazyFrame:
     """Every landed task run with its score under ``rubric_id``, as ``tx`` will leave them."""
-    landed = lk.scan_files(
-        tx.files_after(lk.table_dir(lake, "task_runs")), polars_schema(LANDED["task_runs"])
-    ).select(RUN_COLUMNS)
-    scores = lk.scan_files(
-        tx.files_after(lk.score_dir(lake, rubric_id, "task_scores")),
-        polars_schema(SCORED["task_scores"]),
-    ).select(SCORE_COLUMNS)
+    store = LakeStore(lake)
+    landed = store.landed_after("task_runs", tx).select(RUN_COLUMNS)
+    scores = store.scores_after(rubric_id, "task_scores", tx).select(SCORE_COLUMNS)
     return landed.join(scores, on="run_id", how="left")
 
 
@@ -51,5 +48,5 @@ def build(
 def stage(lake: Path, rubric_id: str, tx: lk.Transaction) -> int:
     """Rebuild the table for ``rubric_id`` inside ``tx``; the number of rows written."""
     frame = build(runs_after(lake, rubric_id, tx), rubric_id)
-    tx.write(lk.score_dir(lake, rubric_id, TABLE) / FILE_NAME, frame)
+    LakeStore(lake).write_rubric_table(tx, rubric_id, TABLE, FILE_NAME, frame)
     return frame.height

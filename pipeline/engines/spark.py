@@ -37,6 +37,7 @@ from pyspark.sql.types import StructType
 from pipeline.engines import arrow_stages as stages
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
+from pipeline.storage.store import LakeStore
 
 PART = "part"
 SCRATCH = "_spark"
@@ -99,10 +100,10 @@ def _mapper(
 
 
 def _files(lake: Path, table: str, parts: list[str]) -> list[str]:
-    directory = lk.table_dir(lake, table)
     # file:// URIs: on a cluster whose default filesystem is HDFS, a bare path would
     # name a different file; the lake is a POSIX path every node mounts.
-    return [p.resolve().as_uri() for part in parts if (p := directory / f"{part}.parquet").exists()]
+    paths = LakeStore(lake).part_paths(table, parts)
+    return [path.resolve().as_uri() for path in paths if path.exists()]
 
 
 def _with_part(frame: DataFrame) -> DataFrame:
@@ -228,30 +229,27 @@ def score_with_spark(
     counts = dict.fromkeys((*TASK_TABLES, *SURFACE_TABLES), 0)
     if not parts:
         return counts
+    store = LakeStore(lake)
     root = lake / SCRATCH
     # We hold the lock, so anything here is a dead run's leftover.
     shutil.rmtree(root, ignore_errors=True)
     scratch = root / tx.stage.name
     try:
         with _session(master, spark) as session:
-            tasks = _task_input(session, lake, parts)
-            if tasks is not None:
-                _score_to_scratch(
-                    tasks,
-                    stages.score_task_batch,
-                    stages.task_output_schema(pl.Schema({PART: pl.String})),
-                    rubric,
-                    scratch / "tasks",
-                )
-            surfaces = _surface_input(session, lake, parts)
-            if surfaces is not None:
-                _score_to_scratch(
-                    surfaces,
+            inputs = (
+                ("tasks", _task_input, stages.score_task_batch, stages.task_output_schema),
+                (
+                    "surfaces",
+                    _surface_input,
                     stages.score_surface_batch,
-                    stages.surface_output_schema(pl.Schema({PART: pl.String})),
-                    rubric,
-                    scratch / "surfaces",
-                )
+                    stages.surface_output_schema,
+                ),
+            )
+            for kind, read, stage, output_schema in inputs:
+                frame = read(session, lake, parts)
+                if frame is not None:
+                    carry = pl.Schema({PART: pl.String})
+                    _score_to_scratch(frame, stage, output_schema(carry), rubric, scratch / kind)
         families = (
             ("task_runs", "tasks", TASK_TABLES, stages.unnest_task_scores),
             ("surface_runs", "surfaces", SURFACE_TABLES, stages.unnest_surface_scores),
@@ -260,14 +258,14 @@ def score_with_spark(
             # As the local engine: a part gets the score files of the families it holds
             # (a landed part whose runs all scored nothing still gets empty files).
             for runs_table, kind, names, unnest in families:
-                if not (lk.table_dir(lake, runs_table) / f"{part}.parquet").exists():
+                if not store.has_part(runs_table, part):
                     continue
                 files = _part_files(scratch / kind, part)
                 empty = stages.empty_tables()
                 tables = unnest(pl.read_parquet(files)) if files else empty
                 for name in names:
                     frame = tables[name]
-                    tx.write(lk.score_dir(lake, rubric.rubric_id, name) / f"{part}.parquet", frame)
+                    store.write_scores(tx, rubric.rubric_id, part, name, frame)
                     counts[name] += frame.height
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -21,8 +21,7 @@ import polars as pl
 
 from pipeline.core.sql import run_sql
 from pipeline.storage import lake as lk
-from schemas import polars_schema
-from schemas.registry import LANDED
+from pipeline.storage.store import LakeStore
 
 # news key -> (table, column, JSON record column or not)
 NEWS: dict[str, tuple[str, str, bool]] = {
@@ -65,7 +64,8 @@ def schema_news(batch_tables: Mapping[str, pl.DataFrame], lake: Path) -> dict[st
             continue
         own_batches = batch.select("batch_id").unique()
         landed = (
-            lk.scan_table(lk.table_dir(lake, table), polars_schema(LANDED[table]))
+            LakeStore(lake)
+            .landed(table)
             .select(column, "batch_id")
             .join(own_batches.lazy(), on="batch_id", how="anti")
             .collect()
@@ -105,9 +105,7 @@ def _history(lake: Path) -> dict[str, set[str]] | None:
     for table, column, _ in NEWS.values():
         columns.setdefault(table, set()).add(column)
     tables = {
-        table: lk.scan_table(lk.table_dir(lake, table), polars_schema(LANDED[table]))
-        .select(sorted(wanted))
-        .collect()
+        table: LakeStore(lake).landed(table).select(sorted(wanted)).collect()
         for table, wanted in columns.items()
     }
     if tables["task_runs"].height == 0 and tables["surface_runs"].height == 0:
@@ -121,7 +119,7 @@ def _history(lake: Path) -> dict[str, set[str]] | None:
 def known_names(lake: Path) -> dict[str, set[str]] | None:
     """The names the lake holds, from its list (made from its history when missing);
     None for a lake that has landed nothing yet."""
-    document = lk.read_json(lk.state_path(lake, SCHEMA_STATE), None)
+    document = LakeStore(lake).read_state(SCHEMA_STATE, None)
     if document is None:
         return _history(lake)
     return {key: set(document.get(key, [])) for key in NEWS}
@@ -144,7 +142,7 @@ def remember(
 ) -> None:
     """Write the lake's list of names grown by ``found``, in ``tx``."""
     grown = {key: sorted(found.get(key, set()) | (known or {}).get(key, set())) for key in NEWS}
-    tx.write_json(lk.state_path(lake, SCHEMA_STATE), grown)
+    LakeStore(lake).stage_state(tx, SCHEMA_STATE, grown)
 
 
 def merge(into: dict[str, set[str]], found: Mapping[str, set[str]]) -> None:

@@ -25,6 +25,7 @@ import polars as pl
 
 from pipeline.storage import lake as lk
 from pipeline.storage.parts import part_problems
+from pipeline.storage.store import LakeStore
 
 # How many offending keys a violation names before it says "and N more".
 SHOWN = 5
@@ -48,24 +49,15 @@ def _some(values: pl.Series) -> str:
 
 
 def _landed(lake: Path, table: str, columns: list[str]) -> pl.DataFrame:
-    from schemas import polars_schema
-    from schemas.registry import LANDED
-
-    schema = polars_schema(LANDED[table])
-    files = [p for p in lk.parquet_files(lk.table_dir(lake, table)) if p.stem != "empty"]
-    return lk.scan_files(files, schema).select(columns).collect()
+    return LakeStore(lake).landed_parts_only(table).select(columns).collect()
 
 
 def check_parts(lake: Path) -> list[str]:
     problems = part_problems(lake)
-    staging = lake / "_staging"
-    if staging.is_dir():
-        problems += [
-            f"an interrupted run left {stage}; the next run, score or nightly finishes or "
-            "discards it"
-            for stage in sorted(staging.iterdir())
-        ]
-    return problems
+    return problems + [
+        f"an interrupted run left {stage}; the next run, score or nightly finishes or discards it"
+        for stage in LakeStore(lake).leftover_stages()
+    ]
 
 
 def check_lines(lake: Path) -> list[str]:
@@ -104,10 +96,11 @@ def unresolved_quarantine(lake: Path) -> pl.DataFrame:
 
 
 def check_rubric(lake: Path) -> list[str]:
-    from pipeline.jobs.commands import CURRENT_RUBRIC, known_rubrics
     from pipeline.rubric import RubricError, parse_rubric
+    from pipeline.storage.rubrics import known_rubrics
+    from pipeline.storage.state import CURRENT_RUBRIC
 
-    document = lk.read_json(lk.state_path(lake, CURRENT_RUBRIC), None)
+    document = LakeStore(lake).read_state(CURRENT_RUBRIC, None)
     if document is None:
         has_runs = bool(_landed(lake, "task_runs", ["run_id"]).height) or bool(
             _landed(lake, "surface_runs", ["run_id"]).height
@@ -132,9 +125,7 @@ def check_rubric(lake: Path) -> list[str]:
 
 
 def check_scores(lake: Path) -> list[str]:
-    from pipeline.jobs.commands import current_rubric
-    from schemas import polars_schema
-    from schemas.registry import SCORED
+    from pipeline.storage.rubrics import current_rubric
 
     rubric = current_rubric(lake)
     if rubric is None:
@@ -145,9 +136,9 @@ def check_scores(lake: Path) -> list[str]:
         ("surface_runs", "surface_scores"),
     ):
         landed = _landed(lake, runs_table, ["run_id"])
-        files = lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, scores_table))
         scored = (
-            lk.scan_files(files, polars_schema(SCORED[scores_table]))
+            LakeStore(lake)
+            .scores(rubric.rubric_id, scores_table)
             .select("run_id", "rubric_id")
             .collect()
         )
@@ -169,7 +160,7 @@ def check_scores(lake: Path) -> list[str]:
 def check_warehouse(lake: Path) -> list[str]:
     import duckdb
 
-    from pipeline.jobs.commands import current_rubric
+    from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse.build import built_rubric_id, warehouse_path
 
     path = warehouse_path(lake)

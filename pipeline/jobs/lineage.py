@@ -12,14 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
-from pipeline.cli.tables import print_table
-from pipeline.core import jsonsafe
-from pipeline.storage import lake as lk
-from schemas import polars_schema
-from schemas.registry import LANDED, SCORED
+from pipeline.storage.store import LakeStore
 
 # Two scores closer than this are the same score (float noise of a re-sum).
 SCORE_TOLERANCE = 1e-12
@@ -68,9 +62,7 @@ class RescoreDiff:
 
 
 def scores_of(lake: Path, rubric_id: str) -> pl.LazyFrame:
-    return lk.scan_table(
-        lk.score_dir(lake, rubric_id, "task_scores"), polars_schema(SCORED["task_scores"])
-    )
+    return LakeStore(lake).scores(rubric_id, "task_scores")
 
 
 def diff_by_env_type(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame) -> pl.LazyFrame:
@@ -123,9 +115,7 @@ def _paired(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame) -> pl
 
 
 def surface_scores_of(lake: Path, rubric_id: str) -> pl.LazyFrame:
-    return lk.scan_table(
-        lk.score_dir(lake, rubric_id, "surface_scores"), polars_schema(SCORED["surface_scores"])
-    )
+    return LakeStore(lake).scores(rubric_id, "surface_scores")
 
 
 def latest_versions(surface_runs: pl.LazyFrame) -> pl.LazyFrame:
@@ -212,10 +202,8 @@ def rescore_diff(
     """The diff between two rubrics' stored scores (or ``after`` and ``surface_after``, the
     task and surface scores of a dry run). ``letters``: the letters, best first (by default
     the letters either rubric gave, in alphabetical order, which is best first too)."""
-    runs = lk.scan_table(lk.table_dir(lake, "task_runs"), polars_schema(LANDED["task_runs"]))
-    surface_runs = lk.scan_table(
-        lk.table_dir(lake, "surface_runs"), polars_schema(LANDED["surface_runs"])
-    )
+    store = LakeStore(lake)
+    runs, surface_runs = store.landed("task_runs"), store.landed("surface_runs")
     before = scores_of(lake, rubric_from)
     target = after if after is not None else scores_of(lake, rubric_to)
     surface_before = surface_scores_of(lake, rubric_from)
@@ -242,45 +230,3 @@ def _letters_seen(before: pl.LazyFrame, after: pl.LazyFrame) -> list[str]:
 
 def _letter_key(letter: str) -> tuple[str, int]:
     return letter[:1], {"+": 0, "": 1, "-": 2}.get(letter[1:], 3)
-
-
-def print_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:
-    if as_json:
-        console.print_json(jsonsafe.dumps(diff.to_dict()))
-        return
-    table = Table(title=f"rescore {diff.rubric_from} -> {diff.rubric_to}, by env type")
-    for column in diff.by_env_type.columns:
-        table.add_column(column, justify="left" if column == "env_type" else "right")
-    for row in diff.by_env_type.rows():
-        table.add_row(*(_cell(value) for value in row))
-    print_table(console, table)
-    moves = Table(title="agent versions by mean score")
-    for column in diff.ranking.columns:
-        moves.add_column(column, justify="left" if column.startswith("agent") else "right")
-    for row in diff.ranking.rows():
-        moves.add_row(*(_cell(value) for value in row))
-    print_table(console, moves)
-    if diff.surface_changes.is_empty() and diff.letter_distribution.is_empty():
-        return
-    _print_frame(
-        console,
-        diff.surface_changes,
-        f"surface grades that move ({diff.surface_changes.height} server(s), latest version)",
-        left=("server", "server_version", "letter_from", "letter_to"),
-    )
-    _print_frame(console, diff.letter_distribution, "fleet letters", left=("letter",))
-
-
-def _print_frame(console: Console, frame: pl.DataFrame, title: str, left: tuple[str, ...]) -> None:
-    table = Table(title=title)
-    for column in frame.columns:
-        table.add_column(column, justify="left" if column in left else "right")
-    for row in frame.rows():
-        table.add_row(*(_cell(value) for value in row))
-    print_table(console, table)
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return "-" if value is None else str(value)

@@ -14,16 +14,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
-from pipeline.cli.progress import timed
-from pipeline.cli.tables import print_table
-from pipeline.jobs import commands as jobs
+from pipeline.core.stages import timed
+from pipeline.engines import Engine
 from pipeline.jobs.check import check_lake_locked
+from pipeline.jobs.ingest import ingest_locked
+from pipeline.jobs.prepare import prepare
+from pipeline.jobs.results import IngestReport
+from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.files import scan_inputs
 from pipeline.storage import lake as lk
+from pipeline.storage.rubrics import current_rubric, lake_rubric
+from pipeline.storage.store import LakeStore
 from pipeline.warehouse.build import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
@@ -67,8 +69,27 @@ def file_digest(path: Path) -> str:
 
 
 def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
-    ledger: dict[str, dict[str, object]] = lk.read_json(lk.state_path(lake, LEDGER), {})
+    ledger: dict[str, dict[str, object]] = LakeStore(lake).read_state(LEDGER, {})
     return ledger
+
+
+def _ledger_entry(path: Path, started: datetime) -> dict[str, object]:
+    return {"path": str(path), "size": path.stat().st_size, "first_seen": started.isoformat()}
+
+
+def _add_ingest(summary: NightlySummary, report: IngestReport) -> None:
+    """The ingest's counts, copied into the nightly summary."""
+    for name in (
+        "lines_read",
+        "landed_task_runs",
+        "landed_surface_runs",
+        "quarantined",
+        "skipped_duplicates",
+        "skipped_blank",
+        "already_quarantined",
+        "schema_news",
+    ):
+        setattr(summary, name, getattr(report, name))
 
 
 def nightly(
@@ -76,15 +97,14 @@ def nightly(
     lake: Path,
     rubric: Rubric | None = None,
     *,
-    engine: str = "local",
-    spark_master: str = "local[2]",
+    engine: Engine | None = None,
 ) -> NightlySummary:
     """One nightly pass over ``inbox`` under ``rubric`` (None: the lake's own, so a nightly
     job never undoes an analyst's rubric change); see the module docstring."""
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
     with lk.lake_lock(lake):
-        notes = jobs.prepare(lake)
+        notes = prepare(lake)
         with timed(seconds, "scan"):
             scanned = scan_inputs([inbox], lake)
             files = scanned.files
@@ -92,8 +112,8 @@ def nightly(
             digests = {path: file_digest(path) for path in files}
             ledger = read_ledger(lake)
             new = [path for path in files if digests[path] not in ledger]
-        before = jobs.current_rubric(lake)
-        rubric = jobs.lake_rubric(lake, rubric)
+        before = current_rubric(lake)
+        rubric = lake_rubric(lake, rubric)
         summary = NightlySummary(
             started_at=started.isoformat(),
             inbox=str(inbox),
@@ -103,7 +123,7 @@ def nightly(
             rubric_after=rubric.rubric_id,
         )
         rubric_changed = before is None or before.rubric_id != rubric.rubric_id
-        pending = jobs.pending_parts(lake, rubric)
+        pending = pending_parts(LakeStore(lake), rubric)
         if not new and not rubric_changed and not pending:
             summary.nothing_to_do = True
             # A run killed after scoring but before the views leaves a stale file.
@@ -112,34 +132,15 @@ def nightly(
                     build_warehouse(lake, rubric.rubric_id)
         else:
             if new:
-                entries = {
-                    digests[path]: {
-                        "path": str(path),
-                        "size": path.stat().st_size,
-                        "first_seen": started.isoformat(),
-                    }
-                    for path in new
-                }
+                entries = {digests[path]: _ledger_entry(path, started) for path in new}
                 with timed(seconds, "ingest"):
-                    report = jobs.ingest_locked(
-                        new,
-                        lake,
-                        rubric,
-                        extra_documents={lk.state_path(lake, LEDGER): {**ledger, **entries}},
+                    report = ingest_locked(
+                        new, lake, rubric, extra_state={LEDGER: {**ledger, **entries}}
                     )
-                summary.lines_read = report.lines_read
-                summary.landed_task_runs = report.landed_task_runs
-                summary.landed_surface_runs = report.landed_surface_runs
-                summary.quarantined = report.quarantined
-                summary.skipped_duplicates = report.skipped_duplicates
-                summary.skipped_blank = report.skipped_blank
-                summary.already_quarantined = report.already_quarantined
-                summary.schema_news = report.schema_news
+                _add_ingest(summary, report)
                 notes.extend(report.notes)
             with timed(seconds, "score"):
-                result = jobs.score_locked(
-                    lake, rubric, full=False, engine=engine, spark_master=spark_master
-                )
+                result = score_locked(lake, rubric, full=False, engine=engine)
             seconds |= {f"score: {stage}": value for stage, value in result.stages.items()}
             summary.runs_scored = result.task_runs + result.surface_runs
             summary.full_rescore = result.full
@@ -152,51 +153,6 @@ def nightly(
         summary.seconds = seconds
         summary.notes = notes
         stamp = started.strftime("%Y%m%dT%H%M%S%fZ")
-        path = lk.write_json_atomic(asdict(summary), lake / "_runs" / f"nightly-{stamp}.json")
+        path = LakeStore(lake).write_run_record(f"nightly-{stamp}", asdict(summary))
         summary.summary_file = str(path)
     return summary
-
-
-def print_summary(console: Console, summary: NightlySummary) -> None:
-    if summary.nothing_to_do:
-        console.print(
-            f"nothing to do: no new files in {summary.inbox} and the lake is already scored "
-            f"under rubric {summary.rubric_after}",
-            highlight=False,
-        )
-    table = Table(title="nightly run", show_header=False)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    rows: list[tuple[str, object]] = [
-        ("files in inbox", summary.files_in_inbox),
-        ("new files", summary.files_new),
-        ("lines read", summary.lines_read),
-        ("landed (task runs)", summary.landed_task_runs),
-        ("landed (surface grades)", summary.landed_surface_runs),
-        ("quarantined", summary.quarantined),
-        ("skipped (duplicates)", summary.skipped_duplicates),
-        ("skipped (blank)", summary.skipped_blank),
-        ("skipped (seen bad lines)", summary.already_quarantined),
-        ("runs scored", summary.runs_scored),
-        ("full rescore", "yes" if summary.full_rescore else "no"),
-        ("rubric before", summary.rubric_before or "-"),
-        ("rubric after", summary.rubric_after or "-"),
-        *((f"seconds: {stage}", f"{value:.3f}") for stage, value in summary.seconds.items()),
-    ]
-    for what, value in rows:
-        table.add_row(what, str(value))
-    print_table(console, table)
-    for line in jobs.news_lines(summary.schema_news):
-        console.print(line, highlight=False, markup=False)
-    change = jobs.rubric_change_line(
-        summary.rubric_before, summary.rubric_after or "", summary.runs_scored
-    )
-    if change:
-        console.print(change, highlight=False, markup=False)
-    for note in summary.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-    for violation in summary.check_violations:
-        console.print(f"check: {violation}", highlight=False, markup=False)
-    verdict = "all invariants hold" if summary.check_ok else "VIOLATIONS (see above)"
-    console.print(f"lake check: {verdict}", highlight=False)
-    console.print(f"summary: {summary.summary_file}", highlight=False)

@@ -29,15 +29,19 @@ import polars as pl
 
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, dedupe, landed_frames
-from pipeline.jobs import commands as jobs
+from pipeline.jobs.earlier import RUN_TABLES, earlier_runs, landed_index
+from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
+from pipeline.jobs.results import ScoreResult
+from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.files import LINE_SCHEMA, lines_of_text
 from pipeline.storage import lake as lk
-from pipeline.storage.parts import file_facts, manifest, manifest_path
+from pipeline.storage.rubrics import lake_rubric
+from pipeline.storage.store import LakeStore
 from pipeline.warehouse.build import build_warehouse
-from schemas import checked, polars_schema
-from schemas.tasks import Quarantine, QuarantineResolved
+from schemas import checked
+from schemas.tasks import QuarantineResolved
 
 # Reasons (from pipeline/sources/files.py) whose kept raw text is not the original line.
 NOT_REPLAYABLE = (
@@ -73,7 +77,7 @@ class ReplayReport:
     blocks_resolved: int = 0
     block_lines_quarantined_again: int = 0
     # The scoring that followed (replay_quarantine with rescore), for what it changed.
-    scored: jobs.ScoreResult | None = None
+    scored: ScoreResult | None = None
 
     @property
     def block_lines_released(self) -> int:
@@ -93,14 +97,12 @@ PLACE = ["source", "line", "raw"]
 
 def resolutions(lake: Path) -> pl.LazyFrame:
     """Every quarantined line a replay released (QuarantineResolved rows)."""
-    return lk.scan_table(
-        lk.table_dir(lake, "quarantine_resolved"), polars_schema(QuarantineResolved)
-    )
+    return LakeStore(lake).landed("quarantine_resolved")
 
 
 def unresolved(lake: Path) -> pl.DataFrame:
     """Every quarantined line no replay has released yet (the ``quarantine`` view's rows)."""
-    held = lk.scan_table(lk.table_dir(lake, "quarantine"), polars_schema(Quarantine))
+    held = LakeStore(lake).landed("quarantine")
     released = resolutions(lake).select(PLACE)
     return held.join(released, on=PLACE, how="anti", nulls_equal=True).collect()
 
@@ -116,14 +118,14 @@ def _resolved_rows(
     """The released candidates as QuarantineResolved rows: the run_id each line carries,
     and whether it landed now or repeated a run already there."""
     runs = pl.concat(
-        [batch.tables[t].select("row_nr", "run_id") for t in jobs.RUN_TABLES]
+        [batch.tables[t].select("row_nr", "run_id") for t in RUN_TABLES]
         + [
             batch.skipped_reports.join(
                 candidates.select("row_nr", "source", "line"), on=["source", "line"]
             ).select("row_nr", "run_id")
         ]
     )
-    landed = pl.concat([kept.tables[t].select("row_nr") for t in jobs.RUN_TABLES])
+    landed = pl.concat([kept.tables[t].select("row_nr") for t in RUN_TABLES])
     released = candidates.join(kept.quarantine.select("row_nr"), on="row_nr", how="anti")
     # A line identical to another of the chunk is parsed once (ingest.build_batch) and
     # shares its fate: it carries the run_id of its twin's text.
@@ -143,7 +145,7 @@ def _resolved_rows(
 def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     """replay_quarantine(), for a caller that already holds the lake's lock."""
     started = time.perf_counter()
-    chosen = jobs.lake_rubric(lake, rubric)
+    chosen = lake_rubric(lake, rubric)
     batch_id = lk.new_batch_id()
     held = unresolved(lake)
     candidates = held.filter(replayable()).with_row_index("row_nr")
@@ -156,7 +158,8 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     ).cast(LINE_SCHEMA)  # type: ignore[arg-type]
     lines = lines_of_text(raw, candidates["source"].unique().sort().to_list())
     batch = build_batch(lines, sorted(chosen.task.envs), batch_id)
-    landed_tasks, landed_surfaces = jobs.earlier_runs(lake, batch)
+    store = LakeStore(lake)
+    landed_tasks, landed_surfaces = earlier_runs(store, batch)
     # Against an empty quarantine, so every line that fails again is listed (it stays put).
     nothing_held = pl.DataFrame(
         schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
@@ -169,29 +172,20 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     part = f"{batch_id}-p00000"
     known = evolution.known_names(lake)
     found = evolution.names_of(frames, result.batch.task_keys)
-    index = jobs.landed_index(lake)
-    for table in jobs.RUN_TABLES:
+    index = landed_index(store)
+    for table in RUN_TABLES:
         index[table].add(frames[table].get_column("run_id"))
     with lk.Transaction(lake) as tx:
         blocks = BlockReplay(
-            lake, tx, sorted(chosen.task.envs), batch_id, block_ranges(held), 1, index
+            store, tx, sorted(chosen.task.envs), batch_id, block_ranges(held), 1, index
         )
         if any(found.values()):
             evolution.remember(tx, lake, found, known)
         # Appended, never rewritten: the quarantine rows stay as they were, and a line
         # is resolved exactly when this part (whole, by its manifest) lists it.
-        written = {
-            name: frame.height
-            for name, frame in frames.items()
-            if name != "quarantine" and frame.height
-        }
-        facts = {
-            name: file_facts(tx.write(lk.table_dir(lake, name) / f"{part}.parquet", frames[name]))
-            for name in written
-        }
-        if written:
-            sources = frames["quarantine_resolved"]["source"].unique().to_list()
-            tx.write_json(manifest_path(lake, part), manifest(written, sources, facts))
+        landing = {name: frame for name, frame in frames.items() if name != "quarantine"}
+        sources = frames["quarantine_resolved"]["source"].unique().to_list()
+        store.write_part(tx, part, landing, sources)
         for lines in blocks.chunks():
             blocks.replay_chunk(lines)
         blocks_resolved, block_lines_again = blocks.finish()
@@ -225,11 +219,11 @@ def replay_quarantine(
     the views show it at once.
     """
     with lk.lake_lock(lake):
-        jobs.prepare(lake)
+        prepare(lake)
         report = replay_locked(lake, rubric)
         if rescore:
-            chosen = jobs.lake_rubric(lake, rubric)
-            scored = jobs.score_locked(lake, chosen, full=False)
+            chosen = lake_rubric(lake, rubric)
+            scored = score_locked(lake, chosen, full=False)
             build_warehouse(lake, chosen.rubric_id)
             report = replace(report, scored=scored)
     return report

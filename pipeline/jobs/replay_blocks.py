@@ -33,11 +33,11 @@ from pipeline.ingest.batch import (
     landed_frames,
     row_lines,
 )
-from pipeline.jobs import commands as jobs
+from pipeline.jobs.earlier import RUN_TABLES, earlier_runs
 from pipeline.sources.files import Lines, iter_line_chunks
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
-from pipeline.storage.parts import file_facts, manifest, manifest_path
+from pipeline.storage.store import LakeStore
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, QuarantineResolved
 
@@ -93,7 +93,7 @@ def readable_sources(blocks: pl.DataFrame) -> list[Path]:
 class BlockReplay:
     """Replays ``blocks`` into ``tx``, one part per chunk of lines that landed."""
 
-    lake: Path
+    store: LakeStore
     tx: lk.Transaction
     env_types: list[str]
     batch_id: str
@@ -124,7 +124,7 @@ class BlockReplay:
             self.env_types,
             self.batch_id,
         )
-        earlier = jobs.earlier_runs(self.lake, batch, self.tx, self.landed)
+        earlier = earlier_runs(self.store, batch, self.tx, self.landed)
         nothing_held = pl.DataFrame(schema=polars_schema(Quarantine)).select(
             "source", "line", "line_end", "raw"
         )
@@ -160,14 +160,8 @@ class BlockReplay:
             return
         part = f"{self.batch_id}-p{self.next_part:05d}"
         self.next_part += 1
-        facts = {
-            name: file_facts(
-                self.tx.write(lk.table_dir(self.lake, name) / f"{part}.parquet", frames[name])
-            )
-            for name in written
-        }
-        self.tx.write_json(manifest_path(self.lake, part), manifest(written, sources, facts))
-        for table in jobs.RUN_TABLES:
+        self.store.write_part(self.tx, part, frames, sources)
+        for table in RUN_TABLES:
             if table in frames:
                 self.landed[table].add(frames[table].get_column("run_id"))
 

@@ -29,7 +29,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,12 +166,13 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> Path:
-    """Write ``frame`` to ``path`` so that the file is either whole or absent."""
+def _write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
+    """``write`` a temporary file beside ``path``, then rename it into place, so that the
+    file is either whole or absent."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        frame.write_parquet(tmp, compression="zstd", statistics=True)
+        write(tmp)
         _crash_point()
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
@@ -180,21 +181,18 @@ def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> Path:
+    """Write ``frame`` to ``path`` so that the file is either whole or absent."""
+    return _write_atomic(
+        path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True)
+    )
 
 
 def write_json_atomic(document: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
-        _crash_point()
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    text = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+    return _write_atomic(path, lambda tmp: tmp.write_text(text))
 
 
 def read_json(path: Path, default: Any) -> Any:
@@ -257,7 +255,7 @@ def lake_lock(lake: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _staging(lake: Path) -> Path:
+def staging_dir(lake: Path) -> Path:
     return lake / "_staging"
 
 
@@ -274,7 +272,7 @@ class Transaction:
 
     def __init__(self, lake: Path) -> None:
         self.lake = lake
-        self.stage = _staging(lake) / new_batch_id()
+        self.stage = staging_dir(lake) / new_batch_id()
         self.stage.mkdir(parents=True)
         self.moves: list[dict[str, str]] = []
         self.deletes: list[str] = []
@@ -384,7 +382,7 @@ def _apply(stage: Path, journal: dict[str, list[Any]] | None = None) -> None:
 def recover(lake: Path) -> list[str]:
     """Finish committed work and discard uncommitted work of a run that died."""
     done: list[str] = []
-    root = _staging(lake)
+    root = staging_dir(lake)
     if not root.is_dir():
         return done
     for stage in sorted(root.iterdir()):

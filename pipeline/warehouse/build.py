@@ -42,7 +42,8 @@ import duckdb
 import polars as pl
 
 from pipeline.core.sql import SQL_DIR, sql_text
-from pipeline.storage.lake import SCORE_FAMILIES, parquet_files, score_dir, table_dir
+from pipeline.storage.lake import SCORE_FAMILIES
+from pipeline.storage.store import LakeStore
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
 
@@ -246,23 +247,24 @@ def create_views(
 
 def hidden_parts(lake: Path, rubric_id: str) -> set[str]:
     """Parts with runs that lack any of their score files under ``rubric_id``."""
+    store = LakeStore(lake)
     hidden: set[str] = set()
     for runs, tables in SCORE_FAMILIES.items():
-        landed = {p.stem for p in parquet_files(table_dir(lake, runs))}
+        landed = {p.stem for p in store.files(runs)}
         for table in tables:
-            hidden |= landed - {p.stem for p in parquet_files(score_dir(lake, rubric_id, table))}
+            hidden |= landed - {p.stem for p in store.files(table, rubric_id)}
     return hidden
 
 
 def lake_files(lake: Path, rubric_id: str) -> pl.DataFrame:
     """The lake files the warehouse shows under ``rubric_id``, with what identifies their
     content (size, mtime: every lake file is written whole and renamed into place)."""
+    store = LakeStore(lake)
     hidden = hidden_parts(lake, rubric_id)
     per_part = {table for tables in SCORE_FAMILIES.values() for table in tables}
     rows: list[tuple[str, str, str, int, int]] = []
     for table in staged_tables():
-        directory = table_dir(lake, table) if table in LANDED else score_dir(lake, rubric_id, table)
-        for path in parquet_files(directory):
+        for path in store.files(table, None if table in LANDED else rubric_id):
             if path.stem in hidden and (table in LANDED or table in per_part):
                 continue
             stat = path.stat()

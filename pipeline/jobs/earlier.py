@@ -1,0 +1,142 @@
+"""What an ingest reads of the lake to dedupe a chunk: the runs, quarantine rows and
+landed lines already there (or staged by its transaction) at the chunk's run_ids and places.
+
+The reads filter as they scan, so an ingest holds what matches one chunk, never the
+whole history.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.ingest.batch import Batch
+from pipeline.storage import lake as lk
+from pipeline.storage.landed_index import LandedIndex, run_id_hash
+from pipeline.storage.store import LakeStore
+from schemas import checked, polars_schema
+from schemas.registry import LANDED
+from schemas.tasks import QuarantineResolved
+
+PROVENANCE = ["run_id", "content_hash", "source", "line"]
+
+
+RUN_TABLES = ("task_runs", "surface_runs")
+
+
+def landed_index(store: LakeStore) -> dict[str, LandedIndex]:
+    """Per runs table, the index of the run_ids the lake holds."""
+    return {
+        table: LandedIndex(
+            store.landed(table)
+            .select(run_id_hash(pl.col("run_id")))
+            .collect(engine="streaming")
+            .to_series()
+            .to_numpy()
+        )
+        for table in RUN_TABLES
+    }
+
+
+def earlier_runs(
+    store: LakeStore,
+    batch: Batch,
+    tx: lk.Transaction | None = None,
+    index: dict[str, LandedIndex] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What ``dedupe`` compares ``batch``'s runs with: the task and surface runs already
+    landed (or staged by ``tx``) under a run_id of the batch.
+
+    The scans filter as they read, so an ingest holds what matches one chunk, never the
+    whole history: at 10M landed runs their provenance alone is ~1.4 GiB. With an
+    ``index`` of what has landed, only the run_ids it may hold are looked for, and a
+    chunk of new runs reads nothing.
+    """
+
+    def runs(table: str) -> pl.DataFrame:
+        run_ids = batch.tables[table]["run_id"].unique()
+        if index is not None:
+            run_ids = index[table].may_hold(run_ids)
+        if run_ids.is_empty():
+            return pl.DataFrame(schema=polars_schema(LANDED[table])).select(PROVENANCE)
+        return (
+            store.landed(table, tx)
+            .select(PROVENANCE)
+            .filter(pl.col("run_id").is_in(run_ids.implode()))
+            .collect()
+        )
+
+    return runs("task_runs"), runs("surface_runs")
+
+
+def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
+    """The quarantine rows (source, line, raw) of ``batch``'s source files, landed or staged:
+    a bad line read again from the same place is counted as seen, not quarantined twice."""
+    sources = (
+        pl.concat(
+            [batch.quarantine.select("source")]
+            + [batch.tables[table].select("source") for table in RUN_TABLES]
+        )
+        .get_column("source")
+        .unique()
+        .implode()
+    )
+    return (
+        store.landed("quarantine", tx)
+        .select("source", "line", "line_end", "raw")
+        .filter(pl.col("source").is_in(sources))
+        .collect()
+    )
+
+
+def superseded_quarantine(
+    frames: dict[str, pl.DataFrame], held: pl.DataFrame, batch_id: str
+) -> pl.DataFrame:
+    """Quarantine rows whose place (source, line) this batch has read anew.
+
+    A line once refused and now accepted (read again under a rubric that knows its
+    env type, or a file first read while still being written) is one line in one
+    place: its old quarantine row is resolved by the run it became, as a replay does
+    (outcome ``landed``). A place quarantined again with other text (the file changed)
+    keeps only the newer row: the older one is ``superseded``.
+    """
+    earlier = held.filter(pl.col("line") > 0).select("source", "line", "raw")
+    landed = pl.concat([frames[table].select("run_id", "source", "line") for table in RUN_TABLES])
+    relanded = earlier.join(landed, on=["source", "line"]).with_columns(outcome=pl.lit("landed"))
+    requarantined = (
+        earlier.join(
+            frames["quarantine"].select("source", "line", new_raw="raw"), on=["source", "line"]
+        )
+        .filter(pl.col("raw").ne_missing(pl.col("new_raw")))
+        .select(
+            "source", "line", "raw", run_id=pl.lit(None, pl.String), outcome=pl.lit("superseded")
+        )
+    )
+    rows = (
+        pl.concat([relanded.select("source", "line", "raw", "run_id", "outcome"), requarantined])
+        .with_columns(raw=pl.col("raw").fill_null(""), batch_id=pl.lit(batch_id))
+        .unique(maintain_order=True)
+    )
+    return checked(QuarantineResolved, rows)
+
+
+def earlier_landed_lines(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
+    """The landed runs (source, line, raw) at the places of ``batch``'s rejected lines.
+
+    Read only when the batch rejects a line, and filtered by place as it is read.
+    """
+    places = batch.quarantine.select("source", "line").unique()
+    if places.is_empty():
+        return pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
+    return pl.concat(
+        [
+            store.landed(table, tx)
+            .select("source", "line", raw="record")
+            .filter(
+                pl.col("source").is_in(places["source"].unique().implode())
+                & pl.col("line").is_in(places["line"].unique().implode())
+            )
+            .join(places.lazy(), on=["source", "line"], how="semi")
+            .collect()
+            for table in RUN_TABLES
+        ]
+    )

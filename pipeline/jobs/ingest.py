@@ -1,0 +1,96 @@
+"""The ingest job, for a caller holding the lake's lock: input files read in line chunks,
+each chunk landed as one part, all in one transaction; every line accounted for."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.compare import regressions as version_regressions
+from pipeline.core.stages import progress
+from pipeline.ingest import evolution
+from pipeline.ingest.batch import unterminated_notes
+from pipeline.jobs.earlier import landed_index
+from pipeline.jobs.land import Lander, file_notes
+from pipeline.jobs.results import IngestReport
+from pipeline.rubric import Rubric
+from pipeline.sources.files import DEFAULT_CHUNK_BYTES, Limits, iter_line_chunks, scan_inputs
+from pipeline.storage import lake as lk
+from pipeline.storage.rubrics import current_rubric, lake_rubric
+from pipeline.storage.store import LakeStore
+
+
+def ingest_locked(
+    inputs: Sequence[Path],
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    limits: Limits | None = None,
+    extra_state: dict[str, object] | None = None,
+    refresh_regressions: bool = False,
+) -> IngestReport:
+    """ingest(), for a caller that already holds the lake's lock.
+
+    ``extra_state`` names state documents written in the same transaction (the
+    nightly ledger), so they hold exactly when the lines landed.
+
+    With ``refresh_regressions`` (an ingest that no scoring follows) the lake's
+    version_regressions table is rebuilt in the same transaction: new runs can
+    add a version and so change which versions are consecutive.
+    """
+    started = time.perf_counter()
+    env_rubric = lake_rubric(lake, rubric)
+    store = LakeStore(lake)
+    batch_id = lk.new_batch_id()
+    scanned = scan_inputs(inputs, lake)
+    files = scanned.files
+    known = evolution.known_names(lake)
+    with lk.Transaction(lake) as tx:
+        envs = sorted(env_rubric.task.envs)
+        lander = Lander(store, tx, envs, batch_id, landed_index(store))
+        chunks = iter_line_chunks(
+            files, chunk_bytes=chunk_bytes, limits=limits, inspect=env_rubric.inspect
+        )
+        for lines in progress(chunks, "ingesting"):
+            lander.land(lines)
+        if any(lander.found.values()):
+            evolution.remember(tx, lake, lander.found, known)
+        for name, document in (extra_state or {}).items():
+            store.stage_state(tx, name, document)
+        scored_under = current_rubric(lake) if refresh_regressions else None
+        if scored_under is not None:
+            version_regressions.stage(lake, scored_under.rubric_id, tx)
+    totals = lander.totals
+    failures = [
+        f"{source}: could not be read or landed, quarantined whole: {reason}"
+        for source, reason in lander.failed.items()
+    ]
+    resolved = (
+        [
+            f"{totals['resolved']} earlier quarantine row(s) resolved: their lines were read "
+            "again (same file and line) and landed, or were quarantined with other text"
+        ]
+        if totals["resolved"]
+        else []
+    )
+    return IngestReport(
+        batch_id=batch_id,
+        files=len(files),
+        lines_read=totals["lines"],
+        landed_task_runs=totals["task"],
+        landed_surface_runs=totals["surface"],
+        quarantined=totals["quarantined"],
+        skipped_duplicates=totals["duplicates"],
+        skipped_blank=totals["blank"],
+        already_quarantined=totals["seen"],
+        parts=lander.parts,
+        seconds=time.perf_counter() - started,
+        notes=unterminated_notes(files)
+        + scanned.skipped
+        + failures
+        + file_notes(lander.outcomes, exclude=set(lander.failed))
+        + resolved,
+        schema_news=evolution.news_of(lander.found, known),
+    )

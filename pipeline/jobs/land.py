@@ -1,0 +1,227 @@
+"""Landing line chunks: each chunk becomes one part of the lake, written once, here.
+
+A *part* is one chunk of one ingest: ``<table>/<batch_id>-pNNNNN.parquet`` in
+every landed table, holding whole runs with all their components, with a manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from pipeline.ingest import evolution
+from pipeline.ingest.batch import (
+    Batch,
+    Deduped,
+    FileFailure,
+    build_batch,
+    compact_quarantine,
+    dedupe,
+    dedupe_failed,
+    failed_block,
+    guarded,
+    keep_bad_lines_setting,
+    landed_frames,
+    quarantined_lines,
+    row_lines,
+)
+from pipeline.jobs.earlier import (
+    RUN_TABLES,
+    earlier_landed_lines,
+    earlier_quarantine,
+    earlier_runs,
+    superseded_quarantine,
+)
+from pipeline.sources.files import Lines
+from pipeline.storage import lake as lk
+from pipeline.storage.landed_index import LandedIndex
+from pipeline.storage.store import LakeStore
+from schemas import checked, polars_schema
+from schemas.registry import LANDED
+from schemas.tasks import Quarantine
+
+
+@dataclass
+class Lander:
+    """Lands line chunks into ``tx``, one part each; a file whose lines fail stays alone.
+
+    Anything that goes wrong while one file's lines are turned into tables (a DuckDB
+    error, a MemoryError, a bug) quarantines that file as one block with the error as
+    its reason, and the rest of the chunk lands. The lake's own reads and writes are
+    outside the guard: their failure stops the run and the transaction undoes it.
+    """
+
+    store: LakeStore
+    tx: lk.Transaction
+    env_types: list[str]
+    batch_id: str
+    landed: dict[str, LandedIndex]
+    totals: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen", "resolved"),
+            0,
+        )
+    )
+    parts: list[str] = field(default_factory=list)
+    # Names (fields, components, kinds) the batch holds, for schema news.
+    found: dict[str, set[str]] = field(default_factory=dict)
+    outcomes: list[pl.DataFrame] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
+    kept: dict[str, int] = field(default_factory=dict)
+    keep_bad_lines: int = field(default_factory=keep_bad_lines_setting)
+    next_part: int = 0
+
+    def land(self, lines: Lines) -> None:
+        sources = lines.frame.get_column("source").unique(maintain_order=True).to_list()
+        earlier_failed = [s for s in sources if s in self.failed]
+        if earlier_failed:
+            # The rest of a file that failed in an earlier chunk follows it into quarantine.
+            self._split(lines, sources)
+            return
+        try:
+            self._write(lines, *self._frames(lines))
+        except FileFailure as failure:
+            if len(sources) > 1:
+                self._split(lines, sources)
+                return
+            for source in sources:
+                self.failed[source] = str(failure)
+            self._write(lines, *self._failed(lines, failure))
+
+    def _split(self, lines: Lines, sources: list[str]) -> None:
+        for index, source in enumerate(sources):
+            files = lines.files if index == 0 else [source]
+            own = Lines(frame=lines.frame.filter(pl.col("source") == source), files=files)
+            if source in self.failed:
+                self._write(own, *self._failed(own, FileFailure(RuntimeError(self.failed[source]))))
+            else:
+                self.land(own)
+
+    def _frames(self, lines: Lines) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
+        batch = guarded(build_batch, lines, self.env_types, self.batch_id)
+        earlier = earlier_runs(self.store, batch, self.tx, self.landed)
+        held = earlier_quarantine(self.store, batch, self.tx)
+        again = earlier_landed_lines(self.store, batch, self.tx)
+        result = guarded(dedupe, batch, *earlier, held, again)
+        result.batch.quarantine = guarded(
+            compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
+        )
+        frames = guarded(landed_frames, result.batch)
+        frames["quarantine_resolved"] = superseded_quarantine(frames, held, self.batch_id)
+        return batch, result, frames
+
+    def _kept(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"source": list(self.kept), "kept": list(self.kept.values())},
+            schema={"source": pl.String, "kept": pl.Int64},
+        )
+
+    def _failed(
+        self, lines: Lines, failure: FileFailure
+    ) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
+        rows = failed_block(lines.frame, failure, self.batch_id)
+        tables = {name: pl.DataFrame(schema=polars_schema(LANDED[name])) for name in LANDED}
+        batch = Batch(self.batch_id, tables, rows, lines.frame.height, 0, lines.files)
+        held = earlier_quarantine(self.store, batch, self.tx)
+        result = dedupe_failed(batch, held)
+        tables["quarantine"] = checked(Quarantine, result.batch.quarantine.drop("row_nr"))
+        return batch, result, tables
+
+    def _write(
+        self, lines: Lines, batch: Batch, result: Deduped, frames: dict[str, pl.DataFrame]
+    ) -> None:
+        part = f"{self.batch_id}-p{self.next_part:05d}"
+        self.next_part += 1
+        self.store.write_part(self.tx, part, frames, lines.files)
+        if frames["task_runs"].height or frames["surface_runs"].height:
+            self.parts.append(part)
+        for table in RUN_TABLES:
+            self.landed[table].add(frames[table].get_column("run_id"))
+        self.outcomes.append(file_outcomes(frames))
+        in_full = frames["quarantine"].filter(pl.col("raw").is_not_null())
+        # One entry per input file of the chunk (not per line): kept-in-full counts so far.
+        per_file = in_full.group_by("source").len()
+        for source, count in zip(per_file["source"], per_file["len"], strict=True):
+            self.kept[source] = self.kept.get(source, 0) + count
+        self.totals["lines"] += batch.lines_read
+        self.totals["task"] += frames["task_runs"].height
+        self.totals["surface"] += frames["surface_runs"].height
+        self.totals["quarantined"] += quarantined_lines(frames["quarantine"])
+        self.totals["duplicates"] += result.skipped_duplicates
+        self.totals["blank"] += batch.blank_lines
+        self.totals["seen"] += result.already_quarantined
+        self.totals["resolved"] += frames.get("quarantine_resolved", pl.DataFrame()).height
+        evolution.merge(self.found, evolution.names_of(frames, result.batch.task_keys))
+
+
+def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per input file of one chunk: lines quarantined, whether it was unreadable, the first
+    reason, and whether any of its lines landed (source, lines, whole, reason, landed)."""
+    landed = pl.concat(
+        [frames["task_runs"].select("source"), frames["surface_runs"].select("source")]
+    ).unique()
+    quarantined = (
+        frames["quarantine"]
+        .group_by("source")
+        .agg(
+            lines=row_lines().sum().cast(pl.Int64),
+            whole=(pl.col("line") == 0).any(),
+            reason=pl.col("reason").first(),
+        )
+        .with_columns(landed=False)
+    )
+    return pl.concat(
+        [
+            quarantined,
+            landed.select(
+                "source",
+                lines=pl.lit(0, pl.Int64),
+                whole=False,
+                reason=pl.lit(None, pl.String),
+                landed=True,
+            ),
+        ]
+    )
+
+
+def file_notes(outcomes: list[pl.DataFrame], exclude: set[str] | None = None) -> list[str]:
+    """Input files named by what went wrong with them as a whole.
+
+    A file that could not be read at all, or none of whose lines landed, is
+    worth a line of its own in the summary, beside the per-line quarantine.
+    Judged over every chunk, so a big file read in several chunks gets one
+    note, and none when a line of it landed in another chunk.
+    """
+    if not outcomes:
+        return []
+    per_file = (
+        pl.concat(outcomes)
+        .group_by("source", maintain_order=True)
+        .agg(
+            pl.col("lines").sum(),
+            pl.col("whole").any(),
+            pl.col("reason").drop_nulls().first(),
+            pl.col("landed").any(),
+        )
+        .filter(
+            ~pl.col("landed")
+            & (pl.col("lines") > 0)
+            & ~pl.col("source").is_in(sorted(exclude or ()))
+        )
+        .sort("source")
+        .select(
+            pl.when(pl.col("whole"))
+            .then(pl.format("{}: {}", pl.col("source"), pl.col("reason")))
+            .otherwise(
+                pl.format(
+                    "{}: none of its lines landed ({} quarantined; first reason: {})",
+                    pl.col("source"),
+                    pl.col("lines"),
+                    pl.col("reason"),
+                )
+            )
+        )
+    )
+    return per_file.to_series().to_list()

@@ -1,0 +1,23 @@
+"""Before any command's work, under the lake's lock: the lake made whole again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.jobs.earlier import RUN_TABLES
+from pipeline.storage import lake as lk
+from pipeline.storage.parts import check_and_repair
+from pipeline.storage.state import repair_state
+
+# What an ingest (and a replay) reads of every landed part to dedupe against it. Their
+# files are hashed against the manifest on every read, since a byte flipped with the
+# mtime kept looks unchanged; a cache by (size, mtime, inode) would miss exactly that.
+INGEST_READS = (*RUN_TABLES, "quarantine", "quarantine_resolved")
+
+
+def prepare(lake: Path) -> list[str]:
+    """Before any work, under the lock: finish or undo a dead run, rebuild broken state
+    files, then mend broken parts (a corrupt file that ingest reads counts as broken)."""
+    notes = [f"recovered: {done}" for done in lk.recover(lake)]
+    notes += repair_state(lake)
+    return notes + check_and_repair(lake, hashed=INGEST_READS).problems

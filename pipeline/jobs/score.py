@@ -1,0 +1,75 @@
+"""The score job, for a caller holding the lake's lock: landed parts scored under one
+rubric by the chosen engine, written per part in one transaction with the rubric state.
+
+Scores are written per part, so "what is new" is the parts that have no score file
+under the current rubric yet.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pipeline.compare import regressions as version_regressions
+from pipeline.engines import Engine, LocalEngine
+from pipeline.jobs.results import ScoreResult
+from pipeline.rubric import Rubric
+from pipeline.storage import lake as lk
+from pipeline.storage.parts import check_and_repair
+from pipeline.storage.rubrics import current_rubric, stage_rubric
+from pipeline.storage.store import LakeStore
+from schemas.registry import SCORED
+
+
+def pending_parts(store: LakeStore, rubric: Rubric) -> list[str]:
+    """Landed parts missing any of their score files under ``rubric``."""
+    pending: set[str] = set()
+    for runs, tables in lk.SCORE_FAMILIES.items():
+        landed = set(store.landed_parts(runs))
+        for table in tables:
+            pending |= landed - set(store.scored_parts(rubric.rubric_id, table))
+    return sorted(pending)
+
+
+def score_locked(
+    lake: Path,
+    rubric: Rubric,
+    *,
+    full: bool,
+    engine: Engine | None = None,
+) -> ScoreResult:
+    """Score every part (full) or only the parts not yet scored under ``rubric``.
+
+    The rubric becomes the lake's current one in the same transaction, so the
+    warehouse never shows a mix of two rubrics' scores.
+    """
+    started = time.perf_counter()
+    store = LakeStore(lake)
+    before = current_rubric(lake)
+    # A different rubric means the whole history is rescored under it.
+    full = full or before is None or before.rubric_id != rubric.rubric_id
+    parts = store.all_parts() if full else pending_parts(store, rubric)
+    # Every file about to be read is hashed against its manifest first: a corrupt part is
+    # removed whole (its inputs will be read again) instead of scored.
+    verified = check_and_repair(lake, deep=parts)
+    parts = [part for part in parts if part not in verified.removed_parts]
+    seconds: dict[str, float] = {}
+    with lk.Transaction(lake) as tx:
+        counts = (engine or LocalEngine()).score(store, rubric, parts, tx, seconds)
+        if full:
+            # Scores of parts that are no longer landed (removed by hand) go too.
+            store.drop_scores_except(tx, rubric.rubric_id, list(SCORED), parts)
+        # The gate's table follows the scores it is computed from, in the same commit.
+        version_regressions.stage(lake, rubric.rubric_id, tx)
+        stage_rubric(tx, lake, rubric)
+    return ScoreResult(
+        rubric_id=rubric.rubric_id,
+        task_runs=counts.get("task_scores", 0),
+        surface_runs=counts.get("surface_scores", 0),
+        parts=len(parts),
+        full=full,
+        seconds=time.perf_counter() - started,
+        notes=verified.problems,
+        stages=seconds,
+        rubric_before=before.rubric_id if before else None,
+    )

@@ -1,0 +1,96 @@
+"""LakeStore: the one object that reads and writes the lake (pipeline/storage/store.py),
+and the engine chosen as a type by the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.engines import LocalEngine, SparkEngine
+from pipeline.storage import lake as lk
+from pipeline.storage.parts import manifest_path, part_problems
+from pipeline.storage.store import LakeStore
+from schemas import polars_schema
+from schemas.registry import LANDED, SCORED
+
+
+def resolved(*lines: int) -> pl.DataFrame:
+    rows = {
+        "source": ["a.jsonl"] * len(lines),
+        "line": list(lines),
+        "raw": [f"line {n}" for n in lines],
+        "run_id": [f"r{n}" for n in lines],
+        "outcome": ["landed"] * len(lines),
+        "batch_id": ["b1"] * len(lines),
+    }
+    return pl.DataFrame(rows, schema=polars_schema(LANDED["quarantine_resolved"]))
+
+
+def test_a_part_is_written_once_with_its_manifest_and_read_back(tmp_path: Path) -> None:
+    store = LakeStore(tmp_path)
+    with lk.Transaction(tmp_path) as tx:
+        written = store.write_part(
+            tx,
+            "b1-p00000",
+            {"quarantine_resolved": resolved(1, 2), "quarantine": resolved()},
+            ["a.jsonl"],
+        )
+        # Before the commit only the transaction's own reads see the staged file.
+        assert store.landed("quarantine_resolved").collect().height == 0
+        assert store.landed("quarantine_resolved", tx).collect().height == 2
+    assert written == {"quarantine_resolved": 2}  # the empty table writes no file
+    assert store.landed_parts("quarantine_resolved") == ["b1-p00000"]
+    assert store.landed_parts("quarantine") == []
+    assert store.has_part("quarantine_resolved", "b1-p00000")
+    assert store.part("quarantine_resolved", "b1-p00000").collect().equals(resolved(1, 2))
+    # A part a table does not hold reads as an empty frame of that table's schema.
+    empty = store.part("quarantine", "b1-p00000").collect()
+    assert empty.height == 0 and empty.schema == polars_schema(LANDED["quarantine"])
+    document = json.loads(manifest_path(tmp_path, "b1-p00000").read_text())
+    assert document["tables"] == {"quarantine_resolved": 2}
+    assert document["sources"] == ["a.jsonl"]
+    assert part_problems(tmp_path) == []
+
+
+def test_nothing_to_write_writes_no_part(tmp_path: Path) -> None:
+    store = LakeStore(tmp_path)
+    with lk.Transaction(tmp_path) as tx:
+        assert store.write_part(tx, "b1-p00000", {"quarantine_resolved": resolved()}, []) == {}
+    assert store.landed_parts("quarantine_resolved") == []
+    assert not manifest_path(tmp_path, "b1-p00000").exists()
+
+
+def test_scores_are_filed_by_rubric_and_dropped_for_parts_not_kept(tmp_path: Path) -> None:
+    store = LakeStore(tmp_path)
+    scores = pl.DataFrame(schema=polars_schema(SCORED["task_scores"]))
+    with lk.Transaction(tmp_path) as tx:
+        for part in ("p1", "p2"):
+            store.write_scores(tx, "default", part, "task_scores", scores)
+    assert store.scored_parts("default", "task_scores") == ["p1", "p2"]
+    assert store.scored_parts("other", "task_scores") == []
+    with lk.Transaction(tmp_path) as tx:
+        store.drop_scores_except(tx, "default", ["task_scores"], keep=["p2"])
+    assert store.scored_parts("default", "task_scores") == ["p2"]
+
+
+def test_state_documents_are_written_in_the_transaction(tmp_path: Path) -> None:
+    store = LakeStore(tmp_path)
+    assert store.read_state("ledger", {}) == {}
+    with pytest.raises(RuntimeError), lk.Transaction(tmp_path) as tx:
+        store.stage_state(tx, "ledger", {"x": 1})
+        raise RuntimeError("crash before the commit")
+    assert store.read_state("ledger", {}) == {}
+    with lk.Transaction(tmp_path) as tx:
+        store.stage_state(tx, "ledger", {"x": 1})
+    assert store.read_state("ledger", {}) == {"x": 1}
+
+
+def test_the_engine_is_chosen_once_as_a_type() -> None:
+    from pipeline.cli.commands import Engine, _engine_or_exit
+
+    assert _engine_or_exit(Engine.local, None) == LocalEngine()
+    assert _engine_or_exit(Engine.spark, None) == SparkEngine("local[2]")
+    assert _engine_or_exit(Engine.spark, "spark://h:7077") == SparkEngine("spark://h:7077")
