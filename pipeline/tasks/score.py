@@ -36,6 +36,7 @@ import polars as pl
 
 from pipeline.core.expr import clamp, lerp01
 from pipeline.rubric import Rubric
+from pipeline.tasks.fields import AUDIT_ENV
 
 STATUS_SCORED = "scored"
 STATUS_GRADER_ERROR = "grader_error"
@@ -51,7 +52,6 @@ TOTAL_LIMIT = 1e12
 # CONTRACT 2: "A patch record may carry, in metadata.minimization, the raw sizes".
 MINIMIZATION_COMPONENT = "minimization"
 # CONTRACT 2: "Audit records carry one component, named audit".
-AUDIT_ENV = "audit"
 AUDIT_COMPONENT = "audit"
 
 # CONTRACT 4: "record weights not summing to 1 (±1e-6)".
