@@ -20,6 +20,7 @@ import polars as pl
 from pipeline import surface
 from pipeline.core.sql import connect, in_batches, run_sql
 from pipeline.sources.files import Lines, limit_from_env
+from pipeline.tasks.parse import PARSE_LINES_SQL, parse_marks
 from pipeline.tasks.validate import repeated_keys, validate_task_records
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, RunMetadata, TaskComponent, TaskPenalty, TaskRun
@@ -109,7 +110,9 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
     candidates = lines.filter(pl.col("problem").is_null() & ~blank.fill_null(False)).select(
         "row_nr", "raw"
     )
-    parsed = run_sql("ingest/parse_lines.sql", {"lines": in_batches(candidates)}, con=con)
+    parsed = run_sql(
+        PARSE_LINES_SQL, {"lines": in_batches(candidates)}, con=con, marks=parse_marks()
+    )
     json_rows = parsed.filter("is_json").select("row_nr")
     suspects = candidates.filter(pl.col("raw").str.contains(NON_FINITE_HINT)).join(
         json_rows, on="row_nr", how="semi"
@@ -660,6 +663,50 @@ def dedupe(
         + batch.parse_skipped
         + landed_again,
         already_quarantined=seen,
+    )
+
+
+def line_spans(batch: Batch) -> pl.DataFrame:
+    """Per source file of ``batch``, the first and last line it read (source, first, last):
+    every place a quarantine row of the batch, or a run it lands, can sit."""
+    places = [batch.quarantine.select("source", "line", end=pl.col("line_end"))] + [
+        batch.tables[table].select("source", "line", end=pl.col("line"))
+        for table in ("task_runs", "surface_runs")
+    ]
+    return (
+        pl.concat(places)
+        .group_by("source")
+        .agg(first=pl.col("line").min(), last=pl.col("end").fill_null(pl.col("line")).max())
+    )
+
+
+def touching(held: pl.LazyFrame, batch: Batch) -> pl.LazyFrame:
+    """The quarantine rows of ``held`` (source, line, line_end, ...) that touch a line
+    ``batch`` read: the only rows ``dedupe`` and superseded_quarantine can match for it.
+
+    A row wholly before a chunk's first line of its file cannot be one of the chunk's
+    places, so an ingest of one long file reads what touches each chunk, not every row
+    staged for the file so far (which made each chunk cost more than the one before).
+    The bounds are on ``line`` and ``line_end``, so a scan skips row groups outside them.
+    """
+    spans = line_spans(batch)
+    if spans.is_empty():
+        return held.head(0)
+    first = spans["first"].min()
+    # line_end >= line where given, so this is the row's last line >= first, in terms a
+    # file's statistics can rule out (a fill_null of the two cannot be).
+    ends_after = (pl.col("line_end") >= first) | (pl.col("line") >= first)
+    pruned = held.filter(
+        pl.col("source").is_in(spans["source"].implode())
+        & (pl.col("line") <= spans["last"].max())
+        & ends_after
+    )
+    end = pl.col("line_end").fill_null(pl.col("line"))
+    # Several files share the bounds above; each file's own span decides.
+    return (
+        pruned.join(spans.lazy(), on="source")
+        .filter((pl.col("line") <= pl.col("last")) & (end >= pl.col("first")))
+        .drop("first", "last")
     )
 
 

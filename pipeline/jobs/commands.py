@@ -43,6 +43,7 @@ from pipeline.ingest.batch import (
     landed_frames,
     quarantined_lines,
     row_lines,
+    touching,
     unterminated_notes,
 )
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
@@ -235,23 +236,11 @@ def earlier_runs(
 
 
 def earlier_quarantine(lake: Path, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
-    """The quarantine rows (source, line, raw) of ``batch``'s source files, landed or staged:
-    a bad line read again from the same place is counted as seen, not quarantined twice."""
-    sources = (
-        pl.concat(
-            [batch.quarantine.select("source")]
-            + [batch.tables[table].select("source") for table in RUN_TABLES]
-        )
-        .get_column("source")
-        .unique()
-        .implode()
-    )
-    return (
-        _landed_and_staged(lake, "quarantine", tx)
-        .select("source", "line", "line_end", "raw")
-        .filter(pl.col("source").is_in(sources))
-        .collect()
-    )
+    """The quarantine rows (source, line, raw) of ``batch``'s source files, landed or staged,
+    that touch its lines: a bad line read again from the same place is counted as seen,
+    not quarantined twice."""
+    held = _landed_and_staged(lake, "quarantine", tx).select("source", "line", "line_end", "raw")
+    return touching(held, batch).collect()
 
 
 def superseded_quarantine(
