@@ -730,26 +730,18 @@ def anomaly_lists(
     )
 
 
-def run_scores(
-    gates: pl.LazyFrame,
-    rescored: pl.LazyFrame,
-    codes: pl.LazyFrame,
-    penalties: pl.LazyFrame,
-    rubric: Rubric,
-) -> pl.LazyFrame:
-    """TaskScore rows, sorted by run_id: totals, gate, score, passed and anomalies per run;
-    ``gates`` is ``run_gates``."""
-    scored = ~pl.col("env_internal_failure")
-    penalty = pl.col("penalty_total")
+def _scored(expr: pl.Expr) -> pl.Expr:
+    # CONTRACT 4: a grader error has "no score, excluded from every rate and mean".
+    return pl.when(~pl.col("env_internal_failure")).then(expr)
 
-    def when_scored(expr: pl.Expr) -> pl.Expr:
-        # CONTRACT 4: a grader error has "no score, excluded from every rate and mean".
-        return pl.when(scored).then(expr)
 
-    def when_finite(expr: pl.Expr) -> pl.Expr:
-        return pl.when(pl.col("out_of_range").is_null()).then(expr)
+def _finite(expr: pl.Expr) -> pl.Expr:
+    return pl.when(pl.col("out_of_range").is_null()).then(expr)
 
-    run_anomalies = [
+
+def _run_anomaly_rules() -> list[pl.Expr]:
+    """The anomalies judged on a run's own columns (with its totals joined)."""
+    return [
         unknown_env_type_anomaly(pl.col("env_type"), pl.col("env_known")),
         weights_sum_anomaly(pl.col("record_weight_sum")),
         non_binary_gate_anomaly(pl.col("has_gate"), pl.col("gate_stored_subscore")),
@@ -766,18 +758,14 @@ def run_scores(
             pl.col("audit_precision"),
         ),
     ]
-    with_totals = (
-        gates.join(component_totals(rescored), on=RUN_KEY, how="left")
-        .join(audit_subscores(rescored, codes), on=RUN_KEY, how="left")
-        .join(penalty_sums(penalties), on="run_id", how="left")
-        .cache()
-    )
+
+
+def _with_totals(frame: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:
+    """weighted, penalty_total and score (each also as graded), and which is out of range."""
+    penalty = pl.col("penalty_total")
     return (
-        with_totals.join(
-            anomaly_lists(with_totals, rescored, codes, run_anomalies), on=RUN_KEY, how="left"
-        )
-        .with_columns(
-            when_scored(
+        frame.with_columns(
+            _scored(
                 gated_weighted(
                     pl.col("gate_term"),
                     pl.col("other_terms"),
@@ -785,7 +773,7 @@ def run_scores(
                     pl.col("gate_ok"),
                 )
             ).alias("weighted"),
-            when_scored(
+            _scored(
                 gated_weighted(
                     pl.col("gate_term_as_graded"),
                     pl.col("other_terms_as_graded"),
@@ -793,7 +781,7 @@ def run_scores(
                     pl.col("stored_gate_ok"),
                 )
             ).alias("weighted_as_graded"),
-            when_scored(penalty_total(pl.col("penalty_sum"), rubric.task.penalty_scale)).alias(
+            _scored(penalty_total(pl.col("penalty_sum"), rubric.task.penalty_scale)).alias(
                 "penalty_total"
             ),
         )
@@ -804,33 +792,59 @@ def run_scores(
             ),
         )
         .with_columns(out_of_range_totals().alias("out_of_range"))
-        .select(
-            RUN_KEY,
-            "run_id",
-            pl.lit(rubric.rubric_id).alias("rubric_id"),
-            pl.when(pl.col("env_internal_failure"))
-            .then(pl.lit(STATUS_GRADER_ERROR))
-            .when(pl.col("out_of_range").is_not_null())
-            .then(pl.lit(STATUS_OUT_OF_RANGE))
-            .otherwise(pl.lit(STATUS_SCORED))
-            .alias("status"),
-            "gate_component",
-            when_scored(pl.when(pl.col("has_gate")).then(pl.col("gate_ok"))).alias("gate_passed"),
-            when_scored(pl.col("has_gate") & ~pl.col("gate_ok")).alias("gated_out"),
-            # Checked after computing: a total out of range is stored as null.
-            *(when_finite(pl.col(c)).alias(c) for c in TOTAL_COLUMNS),
-            when_finite(
-                when_scored(
-                    task_passed(
-                        pl.col("score"),
-                        pl.col("has_gate"),
-                        pl.col("gate_ok"),
-                        rubric.task.failure_threshold,
-                    )
+    )
+
+
+def _score_row(rubric: Rubric) -> list[pl.Expr]:
+    """A TaskScore row's columns, from a run with its totals and anomalies."""
+    return [
+        pl.col(RUN_KEY),
+        pl.col("run_id"),
+        pl.lit(rubric.rubric_id).alias("rubric_id"),
+        pl.when(pl.col("env_internal_failure"))
+        .then(pl.lit(STATUS_GRADER_ERROR))
+        .when(pl.col("out_of_range").is_not_null())
+        .then(pl.lit(STATUS_OUT_OF_RANGE))
+        .otherwise(pl.lit(STATUS_SCORED))
+        .alias("status"),
+        pl.col("gate_component"),
+        _scored(pl.when(pl.col("has_gate")).then(pl.col("gate_ok"))).alias("gate_passed"),
+        _scored(pl.col("has_gate") & ~pl.col("gate_ok")).alias("gated_out"),
+        # Checked after computing: a total out of range is stored as null.
+        *(_finite(pl.col(c)).alias(c) for c in TOTAL_COLUMNS),
+        _finite(
+            _scored(
+                task_passed(
+                    pl.col("score"),
+                    pl.col("has_gate"),
+                    pl.col("gate_ok"),
+                    rubric.task.failure_threshold,
                 )
-            ).alias("passed"),
-            with_out_of_range_anomaly(pl.col("anomalies").fill_null(_EMPTY_ANOMALIES)),
-        )
+            )
+        ).alias("passed"),
+        with_out_of_range_anomaly(pl.col("anomalies").fill_null(_EMPTY_ANOMALIES)),
+    ]
+
+
+def run_scores(
+    gates: pl.LazyFrame,
+    rescored: pl.LazyFrame,
+    codes: pl.LazyFrame,
+    penalties: pl.LazyFrame,
+    rubric: Rubric,
+) -> pl.LazyFrame:
+    """TaskScore rows, sorted by run_id: totals, gate, score, passed and anomalies per run;
+    ``gates`` is ``run_gates``."""
+    with_totals = (
+        gates.join(component_totals(rescored), on=RUN_KEY, how="left")
+        .join(audit_subscores(rescored, codes), on=RUN_KEY, how="left")
+        .join(penalty_sums(penalties), on="run_id", how="left")
+        .cache()
+    )
+    anomalies = anomaly_lists(with_totals, rescored, codes, _run_anomaly_rules())
+    return (
+        _with_totals(with_totals.join(anomalies, on=RUN_KEY, how="left"), rubric)
+        .select(_score_row(rubric))
         .sort(RUN_KEY)
         .drop(RUN_KEY)
     )
