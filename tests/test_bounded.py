@@ -29,7 +29,7 @@ from bench.hostile import (
 from pipeline.cli.commands import app
 from pipeline.core import sql
 from pipeline.ingest import batch as ingest
-from pipeline.ingest.batch import KEEP_BAD_LINES_ENV
+from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs

@@ -29,22 +29,16 @@ from pipeline.cli.tables import print_table
 from pipeline.compare import regressions as version_regressions
 from pipeline.core.sql import sql_text
 from pipeline.ingest import evolution
-from pipeline.ingest.batch import (
-    Batch,
-    Deduped,
+from pipeline.ingest.batch import Batch, build_batch, landed_frames, unterminated_notes
+from pipeline.ingest.dedupe import Deduped, dedupe, dedupe_failed, touching
+from pipeline.ingest.quarantine import (
     FileFailure,
-    build_batch,
     compact_quarantine,
-    dedupe,
-    dedupe_failed,
     failed_block,
     guarded,
     keep_bad_lines_setting,
-    landed_frames,
     quarantined_lines,
     row_lines,
-    touching,
-    unterminated_notes,
 )
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
 from pipeline.rubric import Rubric, parse_rubric
