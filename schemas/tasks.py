@@ -10,14 +10,19 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
+from pipeline.tasks.fields import pandera_bounds as bounds
+
 ENV_TYPES = ("exploit", "detect", "patch", "audit")
 STATUSES = ("scored", "grader_error", "total_out_of_range")
 
 
 class TaskRun(pa.DataFrameModel):
-    """One landed graded attempt (CONTRACT section 2), its context and provenance."""
+    """One landed graded attempt (CONTRACT section 2), its context and provenance.
 
-    run_id: str = pa.Field(unique=True, str_length={"min_value": 1, "max_value": 256})
+    The bounds of the record's fields come from their declaration (pipeline/tasks/fields.py).
+    """
+
+    run_id: str = pa.Field(unique=True, **bounds("run_id"))
     agent: str
     agent_version: str
     problem_id: str
@@ -26,15 +31,19 @@ class TaskRun(pa.DataFrameModel):
     defect_id: str = pa.Field(nullable=True)
     cwe: str = pa.Field(nullable=True)
     project: str = pa.Field(nullable=True)
-    trial: pl.Int64 = pa.Field(ge=0)
-    cost_usd: pl.Float64 = pa.Field(nullable=True, ge=0)
-    tokens: pl.Float64 = pa.Field(nullable=True, ge=0)
-    wall_seconds: pl.Float64 = pa.Field(nullable=True, ge=0)
+    trial: pl.Int64 = pa.Field(**bounds("trial"))
+    cost_usd: pl.Float64 = pa.Field(nullable=True, **bounds("cost_usd"))
+    tokens: pl.Float64 = pa.Field(nullable=True, **bounds("tokens"))
+    wall_seconds: pl.Float64 = pa.Field(nullable=True, **bounds("wall_seconds"))
     env_internal_failure: bool
     allow_unbounded: bool
     failure_logs: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
-    minimization_final_size: pl.Float64 = pa.Field(nullable=True, gt=0)
-    minimization_minimal_size: pl.Float64 = pa.Field(nullable=True, gt=0)
+    minimization_final_size: pl.Float64 = pa.Field(
+        nullable=True, **bounds("minimization_final_size")
+    )
+    minimization_minimal_size: pl.Float64 = pa.Field(
+        nullable=True, **bounds("minimization_minimal_size")
+    )
     audit_recall: pl.Float64 = pa.Field(nullable=True)
     audit_precision: pl.Float64 = pa.Field(nullable=True)
     # The record exactly as it arrived (unknown fields at any depth included).

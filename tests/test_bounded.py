@@ -29,7 +29,7 @@ from bench.hostile import (
 from pipeline.cli.commands import app
 from pipeline.core import sql
 from pipeline.ingest import batch as ingest
-from pipeline.ingest.batch import KEEP_BAD_LINES_ENV
+from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs
 from pipeline.jobs import land
 from pipeline.jobs.ingest import ingest_locked

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest.batch import DEFAULT_KEEP_BAD_LINES, quarantined_lines
+from pipeline.ingest.quarantine import DEFAULT_KEEP_BAD_LINES, quarantined_lines
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import parse_rubric

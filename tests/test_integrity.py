@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from pipeline.cli.commands import app
 from pipeline.compare import stats
 from pipeline.core import jsonsafe
-from pipeline.ingest import batch as ingest
+from pipeline.ingest import classify as ingest
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.prepare import INGEST_READS, prepare
 from pipeline.jobs.results import IngestReport

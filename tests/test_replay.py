@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli.commands import app
-from pipeline.ingest.batch import KEEP_BAD_LINES_ENV
 from pipeline.ingest.evolution import schema_news
+from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs
 from pipeline.jobs import land
 from pipeline.jobs.replay import replay_quarantine, unresolved

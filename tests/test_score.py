@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.rubric import Rubric, parse_rubric
+from pipeline.tasks.formulas import minimization_subscore
 from pipeline.tasks.score import (
     ScoringInputError,
     env_gates_frame,
-    minimization_subscore,
     repeatable_sum,
     rubric_weights_frame,
     score_tasks,

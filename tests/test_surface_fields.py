@@ -22,7 +22,7 @@ from pipeline.surface.fields import (
     select_list,
 )
 from pipeline.surface.rubric import SurfaceRubric
-from pipeline.tasks.validate import RUN_ID_MAX_CHARS
+from pipeline.tasks.fields import RUN_ID_MAX_CHARS
 from tests.surface_records import surface_records
 
 

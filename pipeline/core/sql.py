@@ -6,6 +6,7 @@ Frames are handed to DuckDB as Arrow-backed views; values never enter SQL text.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -65,14 +66,19 @@ def run_sql(
     frames: dict[str, pl.DataFrame],
     params: list[Any] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    marks: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
-    """Run ``sql/<name>`` with each frame visible as a view of its key."""
+    """Run ``sql/<name>`` with each frame visible as a view of its key, and each mark of
+    ``marks`` in its text replaced by SQL generated from a declaration (never by data)."""
     own = con is None
     active = connect() if con is None else con
     try:
         for view, frame in frames.items():
             active.register(view, frame)
-        relation = active.sql(sql_text(name), params=params)
+        query = sql_text(name)
+        for mark, generated in (marks or {}).items():
+            query = query.replace(mark, generated)
+        relation = active.sql(query, params=params)
         if relation is None:
             raise ValueError(f"sql/{name} is not a query")
         result: pl.DataFrame = relation.pl()

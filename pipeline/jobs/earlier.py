@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.ingest.batch import Batch
+from pipeline.ingest.dedupe import touching
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -69,23 +70,11 @@ def earlier_runs(
 
 
 def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
-    """The quarantine rows (source, line, raw) of ``batch``'s source files, landed or staged:
-    a bad line read again from the same place is counted as seen, not quarantined twice."""
-    sources = (
-        pl.concat(
-            [batch.quarantine.select("source")]
-            + [batch.tables[table].select("source") for table in RUN_TABLES]
-        )
-        .get_column("source")
-        .unique()
-        .implode()
-    )
-    return (
-        store.landed("quarantine", tx)
-        .select("source", "line", "line_end", "raw")
-        .filter(pl.col("source").is_in(sources))
-        .collect()
-    )
+    """The quarantine rows (source, line, raw) of ``batch``'s source files, landed or staged,
+    that touch its lines: a bad line read again from the same place is counted as seen,
+    not quarantined twice."""
+    held = store.landed("quarantine", tx).select("source", "line", "line_end", "raw")
+    return touching(held, batch).collect()
 
 
 def superseded_quarantine(

@@ -11,18 +11,14 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from pipeline.ingest import evolution
-from pipeline.ingest.batch import (
-    Batch,
-    Deduped,
+from pipeline.ingest.batch import Batch, build_batch, landed_frames
+from pipeline.ingest.dedupe import Deduped, dedupe, dedupe_failed
+from pipeline.ingest.quarantine import (
     FileFailure,
-    build_batch,
     compact_quarantine,
-    dedupe,
-    dedupe_failed,
     failed_block,
     guarded,
     keep_bad_lines_setting,
-    landed_frames,
     quarantined_lines,
     row_lines,
 )

@@ -28,7 +28,8 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest import evolution
-from pipeline.ingest.batch import Batch, build_batch, dedupe, landed_frames
+from pipeline.ingest.batch import Batch, build_batch, landed_frames
+from pipeline.ingest.dedupe import dedupe
 from pipeline.jobs.earlier import RUN_TABLES, earlier_runs, landed_index
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges

@@ -25,14 +25,9 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.ingest.batch import (
-    build_batch,
-    compact_quarantine,
-    dedupe,
-    keep_bad_lines_setting,
-    landed_frames,
-    row_lines,
-)
+from pipeline.ingest.batch import build_batch, landed_frames
+from pipeline.ingest.dedupe import dedupe
+from pipeline.ingest.quarantine import compact_quarantine, keep_bad_lines_setting, row_lines
 from pipeline.jobs.earlier import RUN_TABLES, earlier_runs
 from pipeline.sources.files import Lines, iter_line_chunks
 from pipeline.storage import lake as lk

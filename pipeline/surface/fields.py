@@ -14,7 +14,7 @@ from enum import Enum
 
 import polars as pl
 
-from pipeline.tasks.validate import RUN_ID_MAX_CHARS
+from pipeline.tasks.fields import RUN_ID_MAX_CHARS
 
 # The JSON types DuckDB's json_type gives a number.
 NUMERIC_TYPES = ("UBIGINT", "BIGINT", "HUGEINT", "UHUGEINT", "DOUBLE")

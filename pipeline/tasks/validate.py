@@ -14,10 +14,14 @@ import duckdb
 import polars as pl
 
 from pipeline.core.sql import connect, in_batches, run_sql
+from pipeline.tasks.fields import (
+    INTEGER_TYPES,
+    NUMBER_TYPES,
+    TASK_FIELDS,
+    Field,
+    Kind,
+)
 
-NUMBER_TYPES = ("UBIGINT", "BIGINT", "DOUBLE")
-RUN_ID_MAX_CHARS = 256
-AUDIT_ENV = "audit"
 # Above this, a sum of a record's parts could overflow a double: only records holding such
 # a value have their parts summed (any sum of values below it stays finite).
 HUGE_PART_VALUE = 1e290
@@ -37,54 +41,163 @@ def _type_name(column: str) -> pl.Expr:
     return pl.col(f"{column}__type").fill_null("missing")
 
 
-def _required_string(column: str) -> pl.Expr:
+def _given(column: str, *allowed: str) -> pl.Expr:
+    """The field is there, and its JSON type is neither null nor one of ``allowed``."""
     kind = pl.col(f"{column}__type")
-    return (
-        pl.when(kind.is_null())
-        .then(pl.lit(f"missing required field `{column}`"))
-        .when(kind != "VARCHAR")
-        .then(pl.format("field `{}` must be a string, got {}", pl.lit(column), _type_name(column)))
-    )
+    return kind.is_not_null() & ~kind.is_in([*allowed, "NULL"])
 
 
-def _optional_string(column: str) -> pl.Expr:
-    kind = pl.col(f"{column}__type")
-    return pl.when(kind.is_not_null() & ~kind.is_in(["VARCHAR", "NULL"])).then(
+def _wrong(label: str, what: str, column: str) -> pl.Expr:
+    return pl.format(f"field `{{}}` must be {what}, got {{}}", pl.lit(label), _type_name(column))
+
+
+def _missing(label: str) -> pl.Expr:
+    return pl.format("missing required field `{}`", pl.lit(label))
+
+
+def _string_rules(f: Field) -> list[pl.Expr]:
+    kind, value = pl.col(f"{f.name}__type"), pl.col(f.name)
+    rules: list[pl.Expr]
+    if f.required:
+        rules = [
+            pl.when(kind.is_null())
+            .then(_missing(f.path))
+            .when(kind != "VARCHAR")
+            .then(_wrong(f.path, "a string", f.name))
+        ]
+    else:
+        rules = [
+            pl.when(_given(f.name, "VARCHAR")).then(_wrong(f.path, "a string when given", f.name))
+        ]
+    if f.max_chars is not None:
+        chars = value.str.len_chars()
+        rules.append(
+            pl.when((kind == "VARCHAR") & ~chars.is_between(1, f.max_chars)).then(
+                pl.format(
+                    "field `{}` must have 1 to {} characters, got {}",
+                    pl.lit(f.path),
+                    pl.lit(f.max_chars),
+                    chars,
+                )
+            )
+        )
+    return rules
+
+
+def _timestamp_rule(f: Field) -> pl.Expr:
+    # parse_lines.sql reads it with the session's rfc3339_instant: null unless it is one.
+    kind = pl.col(f"{f.name}__type")
+    return pl.when((kind == "VARCHAR") & pl.col(f.name).is_null()).then(
         pl.format(
-            "field `{}` must be a string when given, got {}", pl.lit(column), _type_name(column)
+            "field `{}` must be an RFC 3339 timestamp with offset "
+            "(hh:mm:ss with hh 00-23, a real date, an offset within +/-23:59, "
+            "a year 0001-9999 in UTC), got {}",
+            pl.lit(f.path),
+            pl.col(f"{f.name}_text"),
         )
     )
 
 
-def _optional_number(column: str, label: str, *, positive: bool = False) -> pl.Expr:
-    kind = pl.col(f"{column}__type")
-    value = pl.col(column)
-    bound = value <= 0 if positive else value < 0
-    rule = "> 0" if positive else ">= 0"
-    return (
-        pl.when(kind.is_not_null() & ~kind.is_in([*NUMBER_TYPES, "NULL"]))
-        .then(pl.format("field `{}` must be a number, got {}", pl.lit(label), _type_name(column)))
+def _number_rule(f: Field) -> pl.Expr:
+    kind, value = pl.col(f"{f.name}__type"), pl.col(f.name)
+    rule = (
+        pl.when(_given(f.name, *NUMBER_TYPES))
+        .then(_wrong(f.path, "a number", f.name))
         .when(kind.is_in(NUMBER_TYPES) & ~value.is_finite())
-        .then(pl.format("field `{}` is not a finite number", pl.lit(label)))
-        .when(kind.is_in(NUMBER_TYPES) & bound)
-        .then(pl.format("field `{}` must be {}, got {}", pl.lit(label), pl.lit(rule), value))
+        .then(pl.format("field `{}` is not a finite number", pl.lit(f.path)))
+    )
+    if f.bound is None:
+        return rule
+    outside = value <= f.gt if f.gt is not None else value < f.ge
+    return rule.when(kind.is_in(NUMBER_TYPES) & outside).then(
+        pl.format("field `{}` must be {}, got {}", pl.lit(f.path), pl.lit(f.bound), value)
     )
 
 
-def _optional_bool(column: str, label: str) -> pl.Expr:
-    kind = pl.col(f"{column}__type")
-    return pl.when(kind.is_not_null() & ~kind.is_in(["BOOLEAN", "NULL"])).then(
-        pl.format("field `{}` must be true or false, got {}", pl.lit(label), _type_name(column))
+def _integer_rules(f: Field) -> list[pl.Expr]:
+    kind, value = pl.col(f"{f.name}__type"), pl.col(f.name)
+    rules: list[pl.Expr] = [
+        pl.when(_given(f.name, *INTEGER_TYPES)).then(_wrong(f.path, "an integer", f.name))
+    ]
+    if f.ge is not None:
+        rules.append(
+            pl.when((kind == "BIGINT") & (value < f.ge)).then(
+                pl.format(
+                    "field `{}` must be {}, got {}",
+                    pl.lit(f.path),
+                    pl.lit(f.bound),
+                    value.cast(pl.Int64),
+                )
+            )
+        )
+    return rules
+
+
+def _object_rule(f: Field) -> pl.Expr:
+    kind = pl.col(f"{f.name}__type")
+    wrong = _wrong(f.path, "an object", f.name)
+    if f.required:
+        return pl.when(kind.is_null()).then(_missing(f.path)).when(kind != "OBJECT").then(wrong)
+    return pl.when(_given(f.name, "OBJECT")).then(wrong)
+
+
+def _fraction_rule(f: Field) -> pl.Expr:
+    """When given, a number in [0, 1]. (An audit missing one lands, flagged
+    ``audit_unverified`` by scoring: its subscore cannot be checked.)"""
+    kind, value = pl.col(f"{f.name}__type"), pl.col(f.name)
+    return (
+        pl.when(_given(f.name, *NUMBER_TYPES))
+        .then(pl.format("field `{}` must be a number in [0, 1], got {}", pl.lit(f.path), kind))
+        .when(kind.is_in(NUMBER_TYPES) & ~value.is_between(0.0, 1.0))
+        .then(pl.format("field `{}` must lie in [0, 1], got {}", pl.lit(f.path), value))
     )
 
 
-def _object(column: str, label: str, *, required: bool) -> pl.Expr:
-    kind = pl.col(f"{column}__type")
-    missing = pl.format("missing required field `{}`", pl.lit(label))
-    wrong = pl.format("field `{}` must be an object, got {}", pl.lit(label), _type_name(column))
-    if required:
-        return pl.when(kind.is_null()).then(missing).when(kind != "OBJECT").then(wrong)
-    return pl.when(kind.is_not_null() & ~kind.is_in(["OBJECT", "NULL"])).then(wrong)
+def _rules_of(f: Field) -> list[pl.Expr]:
+    """The reasons (or nulls) of one field, from its declaration."""
+    match f.kind:
+        case Kind.STRING:
+            return _string_rules(f)
+        case Kind.TIMESTAMP:
+            return [*_string_rules(f), _timestamp_rule(f)]
+        case Kind.INTEGER:
+            return _integer_rules(f)
+        case Kind.NUMBER:
+            return [_number_rule(f)]
+        case Kind.FRACTION:
+            return [_fraction_rule(f)]
+        case Kind.BOOL:
+            return [
+                pl.when(_given(f.name, "BOOLEAN")).then(_wrong(f.path, "true or false", f.name))
+            ]
+        case Kind.STRINGS:
+            return [
+                pl.when(_given(f.name, "ARRAY")).then(_wrong(f.path, "a list of strings", f.name))
+            ]
+        case Kind.DEFECT_IDS:
+            wrong = _wrong(f.path, "a list of defect ids", f.name)
+            return [pl.when(_given(f.name, "ARRAY")).then(wrong)]
+        case Kind.OBJECT | Kind.FRAGMENT:
+            return [_object_rule(f)]
+
+
+def _for_env(f: Field, rule: pl.Expr) -> pl.Expr:
+    """``rule``, on the records of the field's env type only (all when it names none)."""
+    if f.env_type is None:
+        return rule
+    return pl.when(pl.col("env_type") == f.env_type).then(rule)
+
+
+def _env_type_rule(known: Sequence[str]) -> pl.Expr:
+    return pl.when((pl.col("env_type__type") == "VARCHAR") & ~pl.col("env_type").is_in(known)).then(
+        pl.format(
+            "unknown env_type '{}': expected one of {}; to accept it, add a [task.{}] table "
+            "(gate, weights) to the rubric, then run replay-quarantine",
+            pl.col("env_type"),
+            pl.lit(", ".join(known)),
+            pl.col("env_type"),
+        )
+    )
 
 
 def repeated_keys(column: str, where: str | pl.Expr) -> pl.Expr:
@@ -102,115 +215,21 @@ def repeated_keys(column: str, where: str | pl.Expr) -> pl.Expr:
 
 
 def field_rules(env_types: Sequence[str]) -> list[pl.Expr]:
-    """CONTRACT section 2: one expression per rule, each a reason or null."""
-    known = sorted(env_types)
-    return [
+    """CONTRACT section 2: one expression per rule, each a reason or null, in the order of
+    the declared fields (``fields.TASK_FIELDS``)."""
+    rules = [
         repeated_keys("top_keys", "the record"),
         repeated_keys("grade_keys", "grade"),
         # Below grade only the keys scoring reads (parse_lines.sql lists only those).
         repeated_keys("metadata_scored_keys", "grade.metadata"),
         repeated_keys("minimization_scored_keys", "grade.metadata.minimization"),
-        _required_string("run_id"),
-        pl.when(
-            (pl.col("run_id__type") == "VARCHAR")
-            & ~pl.col("run_id").str.len_chars().is_between(1, RUN_ID_MAX_CHARS)
-        ).then(
-            pl.format(
-                "field `run_id` must have 1 to {} characters, got {}",
-                pl.lit(RUN_ID_MAX_CHARS),
-                pl.col("run_id").str.len_chars(),
-            )
-        ),
-        _required_string("agent"),
-        _required_string("agent_version"),
-        _required_string("problem_id"),
-        _required_string("env_type"),
-        pl.when((pl.col("env_type__type") == "VARCHAR") & ~pl.col("env_type").is_in(known)).then(
-            pl.format(
-                "unknown env_type '{}': expected one of {}; to accept it, add a [task.{}] table "
-                "(gate, weights) to the rubric, then run replay-quarantine",
-                pl.col("env_type"),
-                pl.lit(", ".join(known)),
-                pl.col("env_type"),
-            )
-        ),
-        _required_string("graded_at"),
-        # parse_lines.sql reads it with the session's rfc3339_instant: null unless it is one.
-        pl.when((pl.col("graded_at__type") == "VARCHAR") & pl.col("graded_at").is_null()).then(
-            pl.format(
-                "field `graded_at` must be an RFC 3339 timestamp with offset "
-                "(hh:mm:ss with hh 00-23, a real date, an offset within +/-23:59, "
-                "a year 0001-9999 in UTC), got {}",
-                pl.col("graded_at_text"),
-            )
-        ),
-        _optional_string("defect_id"),
-        _optional_string("cwe"),
-        _optional_string("project"),
-        pl.when(
-            pl.col("trial__type").is_not_null()
-            & ~pl.col("trial__type").is_in(["UBIGINT", "BIGINT", "NULL"])
-        ).then(pl.format("field `trial` must be an integer, got {}", _type_name("trial"))),
-        pl.when((pl.col("trial__type") == "BIGINT") & (pl.col("trial") < 0)).then(
-            pl.format("field `trial` must be >= 0, got {}", pl.col("trial").cast(pl.Int64))
-        ),
-        _optional_number("cost_usd", "cost_usd"),
-        _optional_number("tokens", "tokens"),
-        _optional_number("wall_seconds", "wall_seconds"),
-        _object("grade", "grade", required=True),
-        _object("subscores", "grade.subscores", required=True),
-        _object("weights", "grade.weights", required=True),
-        _object("metadata", "grade.metadata", required=False),
-        _object("penalties", "grade.penalties", required=False),
-        _optional_bool("env_internal_failure", "grade.env_internal_failure"),
-        _optional_bool("allow_unbounded", "grade.allow_unbounded"),
-        pl.when(
-            pl.col("failure_logs__type").is_not_null()
-            & ~pl.col("failure_logs__type").is_in(["ARRAY", "NULL"])
-        ).then(
-            pl.format(
-                "field `grade.env_internal_failure_logs` must be a list of strings, got {}",
-                _type_name("failure_logs"),
-            )
-        ),
-        _optional_number(
-            "minimization_final_size", "grade.metadata.minimization.final_size", positive=True
-        ),
-        _optional_number(
-            "minimization_minimal_size", "grade.metadata.minimization.minimal_size", positive=True
-        ),
-        *audit_rules(),
     ]
-
-
-def _audit_fraction(column: str, label: str) -> pl.Expr:
-    """CONTRACT 2: an audit's metadata has recall and precision, and its subscore is their
-    product: each, when given, must be a number in [0, 1]. (One missing lands, flagged
-    ``audit_unverified`` by scoring: the subscore cannot be checked.)"""
-    kind, value = pl.col(f"{column}__type"), pl.col(column)
-    audit = pl.col("env_type") == AUDIT_ENV
-    return (
-        pl.when(audit & kind.is_not_null() & ~kind.is_in([*NUMBER_TYPES, "NULL"]))
-        .then(pl.format("field `{}` must be a number in [0, 1], got {}", pl.lit(label), kind))
-        .when(audit & kind.is_in(NUMBER_TYPES) & ~value.is_between(0.0, 1.0))
-        .then(pl.format("field `{}` must lie in [0, 1], got {}", pl.lit(label), value))
-    )
-
-
-def _audit_list(column: str, label: str) -> pl.Expr:
-    kind = pl.col(f"{column}__type")
-    return pl.when(
-        (pl.col("env_type") == AUDIT_ENV) & kind.is_not_null() & ~kind.is_in(["ARRAY", "NULL"])
-    ).then(pl.format("field `{}` must be a list of defect ids, got {}", pl.lit(label), kind))
-
-
-def audit_rules() -> list[pl.Expr]:
-    return [
-        _audit_fraction("audit_recall", "grade.metadata.recall"),
-        _audit_fraction("audit_precision", "grade.metadata.precision"),
-        _audit_list("audit_found", "grade.metadata.found"),
-        _audit_list("audit_missed", "grade.metadata.missed"),
-    ]
+    for f in TASK_FIELDS:
+        rules += [_for_env(f, rule) for rule in _rules_of(f)]
+        if f.name == "env_type":
+            # Which env types are known is the rubric's, not the field's.
+            rules.append(_env_type_rule(sorted(env_types)))
+    return rules
 
 
 def part_rules() -> pl.Expr:

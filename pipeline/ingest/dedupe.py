@@ -1,0 +1,238 @@
+"""What a batch holds that the lake (or an earlier chunk) holds already: runs landed
+before are skipped, a run_id with other content is a clash, and a bad line quarantined
+before from the same place is counted as seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from pipeline.ingest.batch import Batch
+from pipeline.ingest.quarantine import quarantined_lines
+
+
+@dataclass(frozen=True)
+class Deduped:
+    batch: Batch
+    skipped_duplicates: int
+    already_quarantined: int
+
+
+def _dedupe_runs(
+    runs: pl.DataFrame, landed: pl.DataFrame, what: str
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Split a batch's runs into kept, skipped (exact duplicates) and clashes (row_nr, reason).
+
+    A run_id seen before with the same content hash is a duplicate; with other
+    content it is a clash, quarantined with where the first one came from.
+    """
+    ordered = runs.sort("row_nr").with_columns(
+        first_row=pl.col("row_nr").first().over("run_id"),
+        first_hash=pl.col("content_hash").first().over("run_id"),
+        first_at=pl.format("{}:{}", pl.col("source"), pl.col("line")).first().over("run_id"),
+    )
+    earlier = landed.select(
+        "run_id",
+        landed_hash="content_hash",
+        landed_at=pl.format("{}:{}", pl.col("source"), pl.col("line")),
+    ).unique("run_id", keep="first")
+    marked = ordered.join(earlier, on="run_id", how="left").with_columns(
+        clash=pl.when(
+            pl.col("landed_hash").is_not_null() & (pl.col("landed_hash") != pl.col("content_hash"))
+        )
+        .then(
+            pl.format(
+                "{} run_id '{}' already landed with different content (from {}); "
+                "give the new attempt its own run_id",
+                pl.lit(what),
+                pl.col("run_id"),
+                pl.col("landed_at"),
+            )
+        )
+        .when(
+            (pl.col("row_nr") != pl.col("first_row"))
+            & (pl.col("first_hash") != pl.col("content_hash"))
+        )
+        .then(
+            pl.format(
+                "{} run_id '{}' appears again with different content (first at {}); "
+                "give each attempt its own run_id",
+                pl.lit(what),
+                pl.col("run_id"),
+                pl.col("first_at"),
+            )
+        ),
+        duplicate=(pl.col("landed_hash") == pl.col("content_hash")).fill_null(False)
+        | (pl.col("row_nr") != pl.col("first_row")),
+    )
+    clashes = marked.filter(pl.col("clash").is_not_null()).select(
+        "row_nr", "source", "line", reason="clash", raw="record"
+    )
+    skipped = marked.filter(pl.col("clash").is_null() & pl.col("duplicate")).select("row_nr")
+    kept = marked.filter(pl.col("clash").is_null() & ~pl.col("duplicate")).select(runs.columns)
+    return kept, skipped, clashes
+
+
+def dedupe(
+    batch: Batch,
+    landed_tasks: pl.DataFrame,
+    landed_surfaces: pl.DataFrame,
+    landed_quarantine: pl.DataFrame,
+    landed_lines: pl.DataFrame | None = None,
+) -> Deduped:
+    """Drop exact duplicates (of the lake or earlier in the batch); quarantine clashes.
+
+    A bad line read again from the same place (a file ingested twice) is
+    counted as already quarantined instead of filling the quarantine twice.
+    ``landed_lines`` (source, line, raw) are lines that landed before: one of
+    them that fails now (say, its env type left the rubric) is a duplicate of
+    what landed, never quarantined beside it.
+    """
+    task_runs, task_skipped, task_clash = _dedupe_runs(
+        batch.tables["task_runs"], landed_tasks, "task"
+    )
+    surface_runs, surface_skipped, surface_clash = _dedupe_runs(
+        batch.tables["surface_runs"], landed_surfaces, "surface"
+    )
+    task_rows = task_runs.select("row_nr")
+    surface_rows = surface_runs.select("row_nr")
+    tables = {
+        "task_runs": task_runs,
+        "surface_runs": surface_runs,
+        **{
+            name: batch.tables[name].join(task_rows, on="row_nr", how="semi")
+            for name in ("task_components", "task_penalties", "run_metadata")
+        },
+        "surface_findings": batch.tables["surface_findings"].join(
+            surface_rows, on="row_nr", how="semi"
+        ),
+    }
+    clash_rows = pl.concat(
+        [
+            task_clash.with_columns(record_kind=pl.lit("task")),
+            surface_clash.with_columns(record_kind=pl.lit("surface")),
+        ]
+    ).select(
+        "row_nr",
+        "source",
+        "line",
+        pl.lit(None, pl.Int64).alias("line_end"),
+        "reason",
+        "raw",
+        "record_kind",
+        batch_id=pl.lit(batch.batch_id),
+    )
+    every_reject = pl.concat([batch.quarantine, clash_rows.cast(batch.quarantine.schema)])
+    place = ["source", "line", "raw"]
+    after_seen = every_reject.join(
+        _seen_rejects(every_reject, landed_quarantine), on="row_nr", how="anti"
+    )
+    seen = quarantined_lines(every_reject) - quarantined_lines(after_seen)
+    fresh = after_seen
+    if landed_lines is not None:
+        fresh = fresh.join(landed_lines.select(place), on=place, how="anti", nulls_equal=True)
+    landed_again = quarantined_lines(after_seen) - quarantined_lines(fresh)
+    deduped = Batch(
+        batch_id=batch.batch_id,
+        tables=tables,
+        quarantine=fresh,
+        lines_read=batch.lines_read,
+        blank_lines=batch.blank_lines,
+        files=batch.files,
+        task_keys=batch.task_keys.join(task_rows, on="row_nr", how="semi"),
+    )
+    return Deduped(
+        batch=deduped,
+        skipped_duplicates=task_skipped.height
+        + surface_skipped.height
+        + batch.parse_skipped
+        + landed_again,
+        already_quarantined=seen,
+    )
+
+
+def line_spans(batch: Batch) -> pl.DataFrame:
+    """Per source file of ``batch``, the first and last line it read (source, first, last):
+    every place a quarantine row of the batch, or a run it lands, can sit."""
+    places = [batch.quarantine.select("source", "line", end=pl.col("line_end"))] + [
+        batch.tables[table].select("source", "line", end=pl.col("line"))
+        for table in ("task_runs", "surface_runs")
+    ]
+    return (
+        pl.concat(places)
+        .group_by("source")
+        .agg(first=pl.col("line").min(), last=pl.col("end").fill_null(pl.col("line")).max())
+    )
+
+
+def touching(held: pl.LazyFrame, batch: Batch) -> pl.LazyFrame:
+    """The quarantine rows of ``held`` (source, line, line_end, ...) that touch a line
+    ``batch`` read: the only rows ``dedupe`` and superseded_quarantine can match for it.
+
+    A row wholly before a chunk's first line of its file cannot be one of the chunk's
+    places, so an ingest of one long file reads what touches each chunk, not every row
+    staged for the file so far (which made each chunk cost more than the one before).
+    The bounds are on ``line`` and ``line_end``, so a scan skips row groups outside them.
+    """
+    spans = line_spans(batch)
+    if spans.is_empty():
+        return held.head(0)
+    first = spans["first"].min()
+    # line_end >= line where given, so this is the row's last line >= first, in terms a
+    # file's statistics can rule out (a fill_null of the two cannot be).
+    ends_after = (pl.col("line_end") >= first) | (pl.col("line") >= first)
+    pruned = held.filter(
+        pl.col("source").is_in(spans["source"].implode())
+        & (pl.col("line") <= spans["last"].max())
+        & ends_after
+    )
+    end = pl.col("line_end").fill_null(pl.col("line"))
+    # Several files share the bounds above; each file's own span decides.
+    return (
+        pruned.join(spans.lazy(), on="source")
+        .filter((pl.col("line") <= pl.col("last")) & (end >= pl.col("first")))
+        .drop("first", "last")
+    )
+
+
+def _seen_rejects(rejects: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:
+    """row_nr of the rejects already quarantined from the same place: the same line with the
+    same raw text, or lines inside a block (kept without raw text) of the same source.
+
+    An as-of join finds each reject's nearest held row at or before its line, so a source
+    with many held rows costs a sort, not a product of the two.
+    """
+    ends = pl.col("line_end").fill_null(pl.col("line"))
+    mine = rejects.select("row_nr", "source", "line", "raw", end=ends).sort("source", "line")
+    theirs = held.select(
+        "source",
+        held_line="line",
+        held_end=ends,
+        held_raw="raw",
+        block=pl.col("line_end").is_not_null(),
+    ).sort("source", "held_line")
+    matched = mine.join_asof(
+        theirs,
+        left_on="line",
+        right_on="held_line",
+        by="source",
+        strategy="backward",
+        check_sortedness=False,
+    )
+    same_text = pl.col("raw").eq_missing(pl.col("held_raw")) & (
+        pl.col("line") == pl.col("held_line")
+    )
+    inside = pl.col("block") & (pl.col("end") <= pl.col("held_end"))
+    return matched.filter((same_text | inside).fill_null(False)).select("row_nr")
+
+
+def dedupe_failed(batch: Batch, landed_quarantine: pl.DataFrame) -> Deduped:
+    """``dedupe`` for a batch of failed blocks only: a block quarantined before is seen."""
+    fresh = batch.quarantine.join(
+        _seen_rejects(batch.quarantine, landed_quarantine), on="row_nr", how="anti"
+    )
+    kept = Batch(batch.batch_id, batch.tables, fresh, batch.lines_read, 0, batch.files)
+    seen = quarantined_lines(batch.quarantine) - quarantined_lines(fresh)
+    return Deduped(batch=kept, skipped_duplicates=0, already_quarantined=seen)
