@@ -25,7 +25,7 @@ from pipeline.rubric import Rubric, load_rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage import parts
 from pipeline.tasks import score as task_score
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 from tools import simulate as sim
 
 # Generating 10 million records in one frame would itself need ~20 GiB: the

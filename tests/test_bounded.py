@@ -34,7 +34,7 @@ from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import warehouse_path
+from pipeline.warehouse import warehouse_path
 from pipeline.warehouse.query import MEMORY_ENV as QUERY_MEMORY_ENV
 from pipeline.warehouse.query import SECONDS_ENV as QUERY_SECONDS_ENV
 

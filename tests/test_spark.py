@@ -28,7 +28,7 @@ from pipeline.engines import arrow_stages as stages
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import build_warehouse, connect_read_only
+from pipeline.warehouse import build_warehouse, connect_read_only
 from tests.paths import REAL_REPORTS
 from tools import simulate as sim
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli.commands import app
 from pipeline.surface.diff import parse_severity
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 
 runner = CliRunner()
 

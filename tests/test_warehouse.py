@@ -21,7 +21,7 @@ from pipeline.cli.commands import app
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import (
+from pipeline.warehouse import (
     PART_COLUMN,
     STAGE_PREFIX,
     STORAGE_VERSION,

@@ -83,7 +83,7 @@ def _failure_code(exc: Exception) -> int:
         return EXIT_FAILED
     # Imported here, not at the top: the warehouse module pulls in DuckDB and Polars,
     # which `--help` and usage errors never need.
-    from pipeline.warehouse.build import WarehouseError
+    from pipeline.warehouse import WarehouseError
 
     named = (
         ""
@@ -527,8 +527,8 @@ def query(
     ] = None,
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2)."""
+    from pipeline.warehouse import WarehouseError
     from pipeline.warehouse import query as q
-    from pipeline.warehouse.build import WarehouseError
 
     chosen = _query_format(output, as_json, as_csv)
     rows = max_rows or DEFAULT_MAX_ROWS

@@ -58,7 +58,7 @@ from pipeline.storage.parts import (
 )
 from pipeline.storage.state import repair_state
 from pipeline.tasks import score as task_score
-from pipeline.warehouse.build import (
+from pipeline.warehouse import (
     build_warehouse,
     connect_read_only,
     open_commands,

@@ -24,7 +24,7 @@ from pipeline.jobs.check import check_lake_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.files import scan_inputs
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import build_warehouse, built_rubric_id
+from pipeline.warehouse import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
 HASH_BLOCK_BYTES = 1 << 20

@@ -35,7 +35,7 @@ from pipeline.rubric import Rubric
 from pipeline.sources.files import LINE_SCHEMA, lines_of_text
 from pipeline.storage import lake as lk
 from pipeline.storage.parts import file_facts, manifest, manifest_path
-from pipeline.warehouse.build import build_warehouse
+from pipeline.warehouse import build_warehouse
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, QuarantineResolved
 

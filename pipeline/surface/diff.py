@@ -19,7 +19,7 @@ from rich.table import Table
 
 from pipeline.cli.tables import print_table
 from pipeline.core.sql import sql_text
-from pipeline.warehouse.build import connect_read_only, warehouse_path
+from pipeline.warehouse import connect_read_only, warehouse_path
 
 NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
 # The changes --fail-on-new looks at: a finding the new version brought or made worse.
