@@ -26,7 +26,7 @@ from bench.hostile import (
     sparse_file,
     task_record,
 )
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.core import sql
 from pipeline.ingest import batch as ingest
 from pipeline.ingest.batch import KEEP_BAD_LINES_ENV

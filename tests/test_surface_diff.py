@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.surface.diff import parse_severity
 from pipeline.warehouse import connect_read_only
 

@@ -17,7 +17,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
