@@ -64,8 +64,9 @@ def read_if_usable(path: Path, read: Callable[[duckdb.DuckDBPyConnection], T]) -
 
 def meta_value(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
     """One fact the build recorded about itself (rubric_id, fingerprint, storage_version)."""
-    row = con.execute(sql_text("queries/meta_get.sql"), [key]).fetchone()
-    return None if row is None else str(row[0])
+    # Every row fetched: a result left open would refuse the connection's next statement.
+    rows = con.execute(sql_text("queries/meta_get.sql"), [key]).fetchall()
+    return str(rows[0][0]) if rows else None
 
 
 def built_rubric_id(lake: Path) -> str | None:

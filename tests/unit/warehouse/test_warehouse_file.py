@@ -37,8 +37,14 @@ def _with_meta(lake: Path, **facts: str) -> Path:
 def test_the_rubric_a_file_was_built_for_is_read(tmp_path: Path) -> None:
     lake = _with_meta(tmp_path / "lake", rubric_id="r-2", fingerprint="f")
     assert built_rubric_id(lake) == "r-2"
-    assert read_if_usable(warehouse_path(lake), lambda con: meta_value(con, "fingerprint")) == "f"
-    assert read_if_usable(warehouse_path(lake), lambda con: meta_value(con, "absent")) is None
+
+    def facts(con: duckdb.DuckDBPyConnection) -> tuple[list[str | None], object]:
+        # A fact read leaves no result open: the connection's next query runs (as the
+        # build reads the file list after the fingerprint).
+        read = [meta_value(con, key) for key in ("fingerprint", "absent", "rubric_id")]
+        return read, con.sql("select count(*) from _meta").fetchall()
+
+    assert read_if_usable(warehouse_path(lake), facts) == (["f", None, "r-2"], [(2,)])
 
 
 def test_no_usable_file_reads_as_none(tmp_path: Path) -> None:
