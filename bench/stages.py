@@ -27,7 +27,7 @@ from pipeline.storage import lake as lk
 from pipeline.storage import parts
 from pipeline.storage.store import LakeStore
 from pipeline.tasks import score as task_score
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 from tools import simulate as sim
 
 # Generating 10 million records in one frame would itself need ~20 GiB: the

@@ -1,3 +1,3 @@
-from pipeline.cli.commands import main
+from pipeline.cli.entry import main
 
 main()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.jobs import commands as jobs
-from pipeline.warehouse.build import build_warehouse
+from pipeline.warehouse import build_warehouse
 from tests.test_warehouse import DEFAULT, con_of, grade
 
 

@@ -26,7 +26,7 @@ from bench.hostile import (
     sparse_file,
     task_record,
 )
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.core import sql
 from pipeline.ingest import batch as ingest
 from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
@@ -36,7 +36,7 @@ from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import warehouse_path
+from pipeline.warehouse import warehouse_path
 from pipeline.warehouse.query import MEMORY_ENV as QUERY_MEMORY_ENV
 from pipeline.warehouse.query import SECONDS_ENV as QUERY_SECONDS_ENV
 

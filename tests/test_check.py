@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 runner = CliRunner()

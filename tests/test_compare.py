@@ -21,7 +21,7 @@ from pipeline.compare import (
     version_history,
 )
 from pipeline.storage.lake import InputError
-from pipeline.warehouse.build import create_views
+from pipeline.warehouse import create_views
 from tests.examples import examples
 
 try:

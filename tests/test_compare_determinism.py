@@ -23,10 +23,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.compare import repeatable
 from pipeline.compare.documents import GATE_FIELDS
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 runner = CliRunner()

@@ -14,11 +14,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.compare import gate
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 
 runner = CliRunner()
 N_PROBLEMS = 50

@@ -19,7 +19,7 @@ import pytest
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import WarehouseError, build_warehouse
+from pipeline.warehouse import WarehouseError, build_warehouse
 from pipeline.warehouse.query import run_query
 from tests.strategies import corpus, jsonl_bytes
 

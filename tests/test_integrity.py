@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.compare import stats
 from pipeline.core import jsonsafe
 from pipeline.ingest import classify as ingest

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from tests.examples import examples
 
 runner = CliRunner()

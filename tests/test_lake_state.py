@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 from tests.strategies import task_record
 
 runner = CliRunner()

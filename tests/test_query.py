@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse.build import WarehouseError
+from pipeline.warehouse import WarehouseError
 from pipeline.warehouse.query import (
     QueryError,
     QueryRefused,

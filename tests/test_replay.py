@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.ingest.evolution import schema_news
 from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
-from pipeline.warehouse.build import (
+from pipeline.warehouse import (
     WarehouseError,
     create_views,
     models,

@@ -31,7 +31,7 @@ from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage.store import EMPTY_STEM, LakeStore
-from pipeline.warehouse.build import build_warehouse, connect_read_only
+from pipeline.warehouse import build_warehouse, connect_read_only
 from tests.paths import REAL_REPORTS
 from tools import simulate as sim
 

@@ -89,7 +89,8 @@ def test_state_documents_are_written_in_the_transaction(tmp_path: Path) -> None:
 
 
 def test_the_engine_is_chosen_once_as_a_type() -> None:
-    from pipeline.cli.commands import Engine, _engine_or_exit
+    from pipeline.cli.options import Engine
+    from pipeline.cli.options import engine_or_exit as _engine_or_exit
 
     assert _engine_or_exit(Engine.local, None) == LocalEngine()
     assert _engine_or_exit(Engine.spark, None) == SparkEngine("local[2]")

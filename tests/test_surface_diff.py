@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.surface.diff import parse_severity
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 
 runner = CliRunner()
 

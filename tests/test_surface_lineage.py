@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 
 runner = CliRunner()
 

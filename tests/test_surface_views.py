@@ -13,7 +13,7 @@ import pytest
 from pipeline.rubric import parse_rubric
 from pipeline.storage.lake import score_dir, table_dir, write_parquet_atomic
 from pipeline.surface import parse_reports, score_surfaces
-from pipeline.warehouse.build import build_warehouse, connect_read_only
+from pipeline.warehouse import build_warehouse, connect_read_only
 from schemas import checked
 from schemas.surface import (
     SurfaceFinding,

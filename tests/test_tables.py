@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.cli.tables import print_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,13 +17,13 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from pipeline.cli.commands import app
+from pipeline.cli import app
 from pipeline.engines import local as local_engine
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
-from pipeline.warehouse.build import (
+from pipeline.warehouse import (
     PART_COLUMN,
     STAGE_PREFIX,
     STORAGE_VERSION,

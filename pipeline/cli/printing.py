@@ -18,7 +18,7 @@ from pipeline.ingest import evolution
 from pipeline.jobs.lineage import RescoreDiff
 from pipeline.jobs.nightly import NightlySummary
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
-from pipeline.warehouse.build import connect_read_only, open_commands, warehouse_path
+from pipeline.warehouse import connect_read_only, open_commands, warehouse_path
 
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 

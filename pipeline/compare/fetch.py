@@ -20,7 +20,7 @@ from pipeline.compare.versions import (
 )
 from pipeline.core.jsonsafe import json_safe
 from pipeline.core.sql import run_sql
-from pipeline.warehouse.build import connect_read_only
+from pipeline.warehouse import connect_read_only
 
 
 def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:

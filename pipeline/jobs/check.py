@@ -161,7 +161,7 @@ def check_warehouse(lake: Path) -> list[str]:
     import duckdb
 
     from pipeline.storage.rubrics import current_rubric
-    from pipeline.warehouse.build import built_rubric_id, warehouse_path
+    from pipeline.warehouse import built_rubric_id, warehouse_path
 
     path = warehouse_path(lake)
     if not path.exists():

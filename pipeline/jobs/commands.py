@@ -26,7 +26,7 @@ from pipeline.sources.files import Limits
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
-from pipeline.warehouse.build import build_warehouse, warehouse_path
+from pipeline.warehouse import build_warehouse, warehouse_path
 from schemas import polars_schema
 from schemas.registry import SCORED
 

@@ -26,7 +26,7 @@ from pipeline.sources.files import scan_inputs
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
-from pipeline.warehouse.build import build_warehouse, built_rubric_id
+from pipeline.warehouse import build_warehouse, built_rubric_id
 
 LEDGER = "ledger"
 HASH_BLOCK_BYTES = 1 << 20

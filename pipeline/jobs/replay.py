@@ -40,7 +40,7 @@ from pipeline.sources.files import LINE_SCHEMA, lines_of_text
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import lake_rubric
 from pipeline.storage.store import LakeStore
-from pipeline.warehouse.build import build_warehouse
+from pipeline.warehouse import build_warehouse
 from schemas import checked
 from schemas.tasks import QuarantineResolved
 

@@ -158,8 +158,9 @@ def parquet_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a folder's entries (a rename into it), to disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -177,7 +178,7 @@ def _write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
     return path
@@ -372,7 +373,7 @@ def _apply(stage: Path, journal: dict[str, list[Any]] | None = None) -> None:
             _crash_point()
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
-            _fsync_dir(target.parent)
+            fsync_path(target.parent)
     for doomed in journal["deletes"]:
         Path(doomed).unlink(missing_ok=True)
     (stage / "COMMIT.json").unlink()

@@ -67,7 +67,7 @@ def _problem(lake: Path, name: str, shaped: Any) -> tuple[Any, str | None]:
 
 def repair_state(lake: Path) -> list[str]:
     """Rebuild every unusable state file (see the module docstring); one note per file."""
-    from pipeline.warehouse.build import built_rubric_id
+    from pipeline.warehouse import built_rubric_id
 
     notes: list[str] = []
     writes: dict[Path, Any] = {}

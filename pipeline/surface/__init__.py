@@ -14,7 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipeline.surface.diff import DiffUsageError, SurfaceDiff, fetch_diff, run_surface_diff
+    from pipeline.surface.diff import (
+        DiffUsageError,
+        SurfaceDiff,
+        fetch_diff,
+        parse_severity,
+        write_sarif,
+    )
     from pipeline.surface.dimensions import letter_grade, ordered_sum
     from pipeline.surface.parse import SurfaceBatch, parse_reports
     from pipeline.surface.rubric import SurfaceRubric
@@ -32,8 +38,9 @@ __all__ = [
     "letter_grade",
     "ordered_sum",
     "parse_reports",
-    "run_surface_diff",
+    "parse_severity",
     "score_surfaces",
+    "write_sarif",
 ]
 # The modules searched, in order, for a name of __all__.
 _MODULES = ("parse", "score", "severity", "dimensions", "rubric", "diff")

@@ -3,6 +3,7 @@
 Findings are matched across versions by the warehouse (``stg_surface_finding_keys``: kind,
 target tools, identifying measurement keys, occurrence); this module picks the versions,
 reads the matched findings and the grade deltas, decides ``--fail-on-new``, and writes SARIF.
+The command and its printing are pipeline/cli/comparison.py's.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from typing import Any
 
 import duckdb
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
-from pipeline.cli.tables import print_table
 from pipeline.core.sql import sql_text
-from pipeline.warehouse.build import connect_read_only, warehouse_path
+from pipeline.warehouse import connect_read_only, warehouse_path
 
 NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
 # The changes --fail-on-new looks at: a finding the new version brought or made worse.
@@ -240,77 +238,3 @@ def write_sarif(diff: SurfaceDiff, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(to_sarif(diff), indent=2, default=str), encoding="utf-8")
     tmp.replace(path)
-
-
-# ------------------------------------------------------------------------------ printing
-
-
-def print_diff(console: Console, diff: SurfaceDiff, threshold: float | None) -> None:
-    g = diff.grade
-    console.print(
-        f"{diff.server}: {diff.from_version} -> {diff.to_version}  overall "
-        f"{g['overall_before']} {g['letter_before']} -> {g['overall_after']} {g['letter_after']}"
-        f" ({_signed(g['overall_display_delta'])})",
-        highlight=False,
-    )
-    dims = Table(title="dimensions (as mcp-xray shows them)")
-    for column in ("dimension", "change"):
-        dims.add_column(column)
-    for key, value in g.items():
-        if key.endswith("_delta") and key not in ("overall_delta", "overall_display_delta"):
-            dims.add_row(key.removesuffix("_delta"), _signed(value))
-    print_table(console, dims)
-    counts = diff.counts()
-    table = Table(title=", ".join(f"{n} {change}" for change, n in counts.items()))
-    for column in ("change", "kind", "tool", "identity", "before", "after"):
-        table.add_column(column, overflow="fold")
-    shown = diff.changes.select(
-        "change",
-        "kind",
-        pl.col("tool").fill_null("(whole surface)"),
-        "identity",
-        *(
-            pl.col(name).round(3).cast(pl.String).fill_null("-")
-            for name in ("severity_before", "severity_after")
-        ),
-    )
-    for cells in shown.rows():
-        table.add_row(*(str(cell) for cell in cells))
-    print_table(console, table)
-    if threshold is not None:
-        failing = diff.failing(threshold).height
-        console.print(
-            f"--fail-on-new {threshold}: {failing} new or worse finding(s) at or above it",
-            highlight=False,
-        )
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}"
-
-
-def run_surface_diff(
-    *,
-    lake: Path,
-    server: str,
-    from_version: str | None,
-    to_version: str | None,
-    as_json: bool,
-    fail_on_new: str | None,
-    sarif: Path | None,
-    console: Console,
-) -> int:
-    """0 done; 1 when --fail-on-new is reached. Raises DiffUsageError for bad usage."""
-    threshold = None if fail_on_new is None else parse_severity(fail_on_new)
-    diff = fetch_diff(lake, server, from_version, to_version)
-    if sarif is not None:
-        write_sarif(diff, sarif)
-    if as_json:
-        console.out(json.dumps(diff.to_dict(threshold), default=str), highlight=False)
-    else:
-        print_diff(console, diff, threshold)
-        if sarif is not None:
-            console.print(f"wrote {sarif}", highlight=False)
-    if threshold is not None and diff.failing(threshold).height > 0:
-        return 1
-    return 0

@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.sources.files import limit_from_env
-from pipeline.warehouse.build import WarehouseError, warehouse_path
+from pipeline.warehouse.file import WarehouseError, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.

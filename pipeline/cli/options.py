@@ -1,0 +1,137 @@
+"""What every command shares: the consoles, the exit codes, the options, and the checks
+that turn bad usage into one line on stderr and exit 2 before any work.
+
+Nothing here imports the data stack (polars, duckdb, pandera): ``--help`` and usage
+errors start without it (tests/test_cli_startup.py).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from pipeline.rubric import Rubric, RubricError, load_rubric
+from pipeline.storage.lake import is_lake, not_a_lake
+
+if TYPE_CHECKING:
+    from pipeline import engines
+
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+DEFAULT_SAMPLE = Path("data/sample")
+# The word that names the built-in rubric; a file of that name is given as ./default.
+DEFAULT_RUBRIC_WORD = "default"
+
+
+class Engine(StrEnum):
+    local = "local"
+    spark = "spark"
+
+
+LakeOption = Annotated[
+    Path,
+    typer.Option("--lake", help="Folder where everything lands, as Parquet."),
+]
+MaxBytesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-record-bytes",
+        min=1,
+        help="Quarantine a record over this many bytes "
+        "(default $PIPELINE_MAX_RECORD_BYTES or 16 MiB).",
+    ),
+]
+MaxDepthOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-depth",
+        min=1,
+        help="Quarantine a record nested deeper than this (default $PIPELINE_MAX_DEPTH or 64).",
+    ),
+]
+EngineOption = Annotated[
+    Engine,
+    typer.Option("--engine", help="Where scoring runs: here (local) or on Apache Spark."),
+]
+SparkMasterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--spark-master",
+        help="Spark master URL for --engine spark (default local[2]; e.g. spark://host:7077).",
+    ),
+]
+RubricOption = Annotated[
+    str | None,
+    typer.Option(
+        "--rubric",
+        help="Rubric TOML file (defaults apply to keys it omits), or 'default' for the "
+        "built-in rubric. Without it the lake's current rubric is used; given, it becomes "
+        "the lake's.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def usage_error(message: str, *, label: str = "usage") -> typer.Exit:
+    """Say ``message`` on one line of stderr; the exit (code 2) to raise."""
+    errors.print(f"[bold red]{label}:[/] {message}", highlight=False)
+    return typer.Exit(EXIT_USAGE)
+
+
+def rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
+    """The rubric asked for (None: the lake's own); a bad one is refused before any work."""
+    if given is None:
+        return None
+    try:
+        rubric = load_rubric(None if given == DEFAULT_RUBRIC_WORD else Path(given))
+    except RubricError as exc:
+        raise usage_error(str(exc), label="refused rubric") from exc
+    from pipeline.storage.rubrics import rubric_conflict
+
+    conflict = rubric_conflict(lake, rubric) if is_lake(lake) else None
+    if conflict:
+        raise usage_error(conflict, label="refused rubric")
+    return rubric
+
+
+def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
+    """A lake that exists (or, for run and ingest, may be created there), else exit 2."""
+    problem = not_a_lake(lake, may_create=may_create)
+    if problem:
+        raise usage_error(problem)
+    return lake
+
+
+def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
+    """Every INPUT exists and names at least one input file, else exit 2 naming it."""
+    from pipeline.sources.files import INPUT_SUFFIXES, expand_inputs
+
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        raise usage_error(", ".join(missing), label="no such input")
+    empty = [str(p) for p in inputs if not expand_inputs([p], lake)]
+    if empty:
+        raise usage_error(
+            f"no input files ({', '.join('*' + s for s in INPUT_SUFFIXES)}) in {', '.join(empty)}"
+        )
+    return inputs
+
+
+def engine_or_exit(engine: Engine, spark_master: str | None) -> engines.Engine:
+    """The engine scoring runs on, chosen here once; --spark-master means something only
+    with --engine spark, elsewhere it is refused."""
+    from pipeline.engines import DEFAULT_SPARK_MASTER, LocalEngine, SparkEngine
+
+    if spark_master is not None and engine is not Engine.spark:
+        raise usage_error("--spark-master needs --engine spark")
+    if engine is Engine.spark:
+        return SparkEngine(spark_master or DEFAULT_SPARK_MASTER)
+    return LocalEngine()

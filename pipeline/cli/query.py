@@ -1,0 +1,116 @@
+"""The query command (CONTRACT section 7): an analyst's read-only SQL over the warehouse
+views (pipeline/warehouse/query.py), printed as a table, CSV, JSON or markdown."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from pipeline.cli.options import EXIT_FAILED, LakeOption, console, errors, lake_or_exit, usage_error
+from pipeline.storage.lake import DEFAULT_LAKE
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    markdown = "markdown"
+
+
+def _query_format(chosen: OutputFormat | None, as_json: bool, as_csv: bool) -> OutputFormat:
+    """--json and --csv are short for --format json / csv; two different choices are refused."""
+    asked = {f for f, on in ((OutputFormat.json, as_json), (OutputFormat.csv, as_csv)) if on}
+    if chosen is not None:
+        asked.add(chosen)
+    if len(asked) > 1:
+        names = " and ".join(sorted(f.value for f in asked))
+        raise usage_error(f"choose one output format, not {names}")
+    return asked.pop() if asked else OutputFormat.table
+
+
+def _one_line(exc: Exception) -> str:
+    """An error as one line of escaped text (DuckDB's messages span several)."""
+    return escape(" ".join(str(exc).split()))
+
+
+def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from pipeline.cli.tables import print_table
+    from pipeline.warehouse import query as q
+
+    if output is OutputFormat.json:
+        sys.stdout.write(q.as_json(frame) + "\n")
+    elif output is OutputFormat.csv:
+        sys.stdout.write(q.as_csv(frame))
+    elif output is OutputFormat.markdown:
+        sys.stdout.write(q.as_markdown(frame.head(max_rows)))
+    elif frame.columns == list(q.EXPLAIN_COLUMNS):
+        # A query plan is a drawing: as text, never squeezed into a table cell.
+        for key, plan in frame.rows():
+            sys.stdout.write(f"{key}:\n{plan}\n")
+    else:
+        shown = q.readable(frame.head(max_rows))
+        more = f", the first {max_rows} shown" if frame.height > max_rows else ""
+        table = Table(caption=f"{frame.height} row(s){more}")
+        for name, dtype in frame.schema.items():
+            table.add_column(name, justify="right" if dtype.is_numeric() else "left")
+        for row in shown.rows():
+            table.add_row(*(Text(value) for value in row))
+        print_table(console, table, highlight=False)
+
+
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL: SELECT, FROM, WITH, DESCRIBE, SHOW, EXPLAIN.")],
+    lake: LakeOption = DEFAULT_LAKE,
+    output: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "--format",
+            help="table (numbers rounded for reading, default), csv or json "
+            "(every digit), markdown (rounded).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Same as --format csv.")] = False,
+    max_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rows",
+            min=1,
+            help="Rows fetched per statement, in every format (default 1000; streamed: the "
+            "rest are not computed).",
+        ),
+    ] = None,
+) -> None:
+    """Read the warehouse views; a statement that would write is refused (exit 2)."""
+    chosen = _query_format(output, as_json, as_csv)
+    lake_or_exit(lake)
+    from pipeline.warehouse import WarehouseError
+    from pipeline.warehouse import query as q
+
+    rows = max_rows or q.DEFAULT_MAX_ROWS
+    try:
+        results = list(q.run_query(lake, sql, q.QueryLimits(max_rows=rows)))
+    except WarehouseError as exc:
+        # No warehouse there (or --lake names a file): the --lake given is not a lake.
+        raise usage_error(_one_line(exc)) from exc
+    except q.QueryRefused as exc:
+        raise usage_error(_one_line(exc), label="refused") from exc
+    except q.QueryError as exc:
+        errors.print(f"[bold red]query failed:[/] {_one_line(exc)}", highlight=False)
+        raise typer.Exit(EXIT_FAILED) from exc
+    for result in results:
+        if result.truncated:
+            errors.print(
+                f"note: only the first {rows} rows were fetched (--max-rows)", highlight=False
+            )
+        print_query_result(result.frame, chosen, rows)
