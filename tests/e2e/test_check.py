@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli.commands import app
+from tests.paths import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 runner = CliRunner()
 
 

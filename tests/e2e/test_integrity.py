@@ -27,7 +27,8 @@ from pipeline.core import jsonsafe
 from pipeline.ingest import batch as ingest
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import RubricError, parse_rubric
-from tests.test_ingest import quarantine, record, with_grade, write_jsonl
+from tests.e2e.test_ingest import quarantine, record, with_grade, write_jsonl
+from tests.paths import SAMPLE
 
 runner = CliRunner()
 
@@ -446,7 +447,7 @@ def test_json_output_never_holds_nan_or_inf() -> None:
 
 # --- corruption is detected -------------------------------------------------------------------
 
-SAMPLE_TASKS = Path(__file__).resolve().parents[1] / "data" / "sample" / "tasks"
+SAMPLE_TASKS = SAMPLE / "tasks"
 
 
 def _task_runs_count(lake: Path) -> int:

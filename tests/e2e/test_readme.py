@@ -12,8 +12,8 @@ import pytest
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import load_rubric, parse_rubric
 from pipeline.warehouse.query import run_query
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

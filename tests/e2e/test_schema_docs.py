@@ -18,9 +18,9 @@ from pipeline.warehouse.build import (
     view_order,
     warehouse_path,
 )
+from tests.paths import ROOT
 from tools.warehouse_docs import DOCS, SchemaDocError, check_queries, load, with_dictionary
 
-ROOT = Path(__file__).resolve().parents[1]
 VIEW_COLUMNS = """
     select c.table_name, list(c.column_name order by c.ordinal_position)
     from information_schema.columns as c

@@ -31,6 +31,7 @@ from pipeline.warehouse.build import (
     staged_tables,
     warehouse_path,
 )
+from tests.paths import SAMPLE
 
 DEFAULT = parse_rubric({})
 WEIGHTS = {"defect_matching": 0.6, "pov_quality": 0.2, "summary_quality": 0.1, "target_calls": 0.1}
@@ -136,7 +137,6 @@ def test_by_agent_and_failure_reasons_by_hand(tmp_path: Path) -> None:
     assert errored == ("grader_error", None)
 
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 # The storage versions DuckDB 1.5 (the `duckdb-cli` pip installs) reads, from its own refusal:
 # "we can only read versions between 64 and 68". DuckDB 2.0's default is newer.
 READABLE_BY_DUCKDB_1_5 = range(64, 69)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
@@ -30,10 +29,10 @@ from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_sur
 from schemas import checked
 from schemas.surface import DIMENSIONS, SurfaceFindingScore, SurfaceRun, SurfaceScore
 from tests.examples import examples
+from tests.paths import FIXTURES
 from tests.surface_records import surface_records
 
 DEFAULT = parse_rubric({})
-FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "mcp-xray-expected.json").read_text())["reports"]
 
 

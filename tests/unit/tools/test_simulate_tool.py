@@ -15,10 +15,9 @@ import pytest
 from pipeline.rubric import parse_rubric
 from pipeline.surface import parse_reports, score_surfaces
 from schemas.surface import DIMENSIONS
+from tests.paths import ROOT
 from tools import simulate as sim
 from tools.simulate import records as build
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _files(root: Path) -> dict[str, bytes]:
