@@ -470,11 +470,9 @@ def _flip(path: Path, position: int, *, keep_mtime: bool) -> None:
 
 
 @pytest.fixture(scope="module")
-def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    where = tmp_path_factory.mktemp("sample") / "lake"
-    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(where))
-    assert code == 0, output
-    return where, _task_runs_count(where)
+def counted_sample(sample_lake: Path) -> tuple[Path, int]:
+    """The shared sample lake (copied before any change) and its task runs."""
+    return sample_lake, _task_runs_count(sample_lake)
 
 
 def _landed_file(lake: Path, table: str) -> Path:
@@ -487,9 +485,9 @@ FLIPS = random.Random(13)
 @pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
 @pytest.mark.slow
 def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
-    sample_lake: tuple[Path, int], tmp_path: Path, table: str
+    counted_sample: tuple[Path, int], tmp_path: Path, table: str
 ) -> None:
-    original, _ = sample_lake
+    original, _ = counted_sample
     size = _landed_file(original, table).stat().st_size
     for position in sorted(FLIPS.sample(range(size), 6)):
         lake = tmp_path / f"lake-{position}"
@@ -505,9 +503,9 @@ def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
 
 @pytest.mark.slow
 def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
-    sample_lake: tuple[Path, int], tmp_path: Path
+    counted_sample: tuple[Path, int], tmp_path: Path
 ) -> None:
-    original, runs = sample_lake
+    original, runs = counted_sample
     lake = tmp_path / "lake"
     shutil.copytree(original, lake)
     target = _landed_file(lake, "task_runs")
@@ -525,9 +523,9 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
 
 @pytest.mark.slow
 def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
-    sample_lake: tuple[Path, int], tmp_path: Path
+    counted_sample: tuple[Path, int], tmp_path: Path
 ) -> None:
-    original, runs = sample_lake
+    original, runs = counted_sample
     lake = tmp_path / "lake"
     shutil.copytree(original, lake)
     target = _landed_file(lake, "task_runs")
@@ -544,9 +542,9 @@ def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
 @pytest.mark.slow
 @pytest.mark.parametrize("content", [b"", b"{not json", b'{"moves": 3}'])
 def test_a_broken_commit_journal_is_named_and_the_lake_kept_as_last_committed(
-    sample_lake: tuple[Path, int], tmp_path: Path, content: bytes
+    counted_sample: tuple[Path, int], tmp_path: Path, content: bytes
 ) -> None:
-    original, runs = sample_lake
+    original, runs = counted_sample
     lake = tmp_path / "lake"
     shutil.copytree(original, lake)
     stage = lake / "_staging" / "20990101T000000-dead"
@@ -593,9 +591,9 @@ def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
 )
 @pytest.mark.slow
 def test_a_broken_state_file_is_named_and_repaired(
-    sample_lake: tuple[Path, int], tmp_path: Path, relative: str, content: bytes, named: str
+    counted_sample: tuple[Path, int], tmp_path: Path, relative: str, content: bytes, named: str
 ) -> None:
-    original, runs = sample_lake
+    original, runs = counted_sample
     lake = tmp_path / "lake"
     shutil.copytree(original, lake)
     path = (
@@ -616,9 +614,9 @@ def test_a_broken_state_file_is_named_and_repaired(
 
 @pytest.mark.slow
 def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
-    sample_lake: tuple[Path, int], tmp_path: Path
+    counted_sample: tuple[Path, int], tmp_path: Path
 ) -> None:
-    original, runs = sample_lake
+    original, runs = counted_sample
     lake = tmp_path / "lake"
     shutil.copytree(original, lake)
     (lake / "_state" / "current_rubric.json").write_bytes(b"")
@@ -729,9 +727,9 @@ def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> N
 
 
 def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
-    sample_lake: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    counted_sample: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original, _ = sample_lake
+    original, _ = counted_sample
     lake = tmp_path / "lake"
     shutil.copytree(original, lake, copy_function=shutil.copy)  # new mtimes
     from pipeline.storage import lake as lk

@@ -190,13 +190,6 @@ def storage_version_number(path: Path) -> int:
     return int.from_bytes(head[12:20], "little")
 
 
-@pytest.fixture(scope="module")
-def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("sample") / "lake"
-    jobs.run([SAMPLE], lake, DEFAULT)
-    return lake
-
-
 @pytest.mark.slow
 def test_a_copied_lake_opens_anywhere_with_every_view(
     sample_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
