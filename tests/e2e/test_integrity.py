@@ -470,9 +470,9 @@ def _flip(path: Path, position: int, *, keep_mtime: bool) -> None:
 
 
 @pytest.fixture(scope="module")
-def counted_sample(sample_lake: Path) -> tuple[Path, int]:
-    """The shared sample lake (copied before any change) and its task runs."""
-    return sample_lake, _task_runs_count(sample_lake)
+def sample_runs(sample_lake: Path) -> int:
+    """The task runs of the shared sample lake, which tests copy before they change it."""
+    return _task_runs_count(sample_lake)
 
 
 def _landed_file(lake: Path, table: str) -> Path:
@@ -485,9 +485,9 @@ FLIPS = random.Random(13)
 @pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
 @pytest.mark.slow
 def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
-    counted_sample: tuple[Path, int], tmp_path: Path, table: str
+    sample_lake: Path, tmp_path: Path, table: str
 ) -> None:
-    original, _ = counted_sample
+    original = sample_lake
     size = _landed_file(original, table).stat().st_size
     for position in sorted(FLIPS.sample(range(size), 6)):
         lake = tmp_path / f"lake-{position}"
@@ -503,11 +503,9 @@ def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
 
 @pytest.mark.slow
 def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
-    counted_sample: tuple[Path, int], tmp_path: Path
+    sample_lake_copy: Path, sample_runs: int
 ) -> None:
-    original, runs = counted_sample
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     target = _landed_file(lake, "task_runs")
     _flip(target, target.stat().st_size // 2, keep_mtime=True)
     code, output = invoke("score", "--lake", str(lake))
@@ -523,11 +521,9 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
 
 @pytest.mark.slow
 def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
-    counted_sample: tuple[Path, int], tmp_path: Path
+    sample_lake_copy: Path, sample_runs: int
 ) -> None:
-    original, runs = counted_sample
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     target = _landed_file(lake, "task_runs")
     _flip(target, target.stat().st_size // 2, keep_mtime=True)
     code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
@@ -542,11 +538,9 @@ def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
 @pytest.mark.slow
 @pytest.mark.parametrize("content", [b"", b"{not json", b'{"moves": 3}'])
 def test_a_broken_commit_journal_is_named_and_the_lake_kept_as_last_committed(
-    counted_sample: tuple[Path, int], tmp_path: Path, content: bytes
+    sample_lake_copy: Path, sample_runs: int, content: bytes
 ) -> None:
-    original, runs = counted_sample
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     stage = lake / "_staging" / "20990101T000000-dead"
     stage.mkdir(parents=True)
     staged = stage / "000000.parquet"
@@ -591,11 +585,9 @@ def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
 )
 @pytest.mark.slow
 def test_a_broken_state_file_is_named_and_repaired(
-    counted_sample: tuple[Path, int], tmp_path: Path, relative: str, content: bytes, named: str
+    sample_lake_copy: Path, sample_runs: int, relative: str, content: bytes, named: str
 ) -> None:
-    original, runs = counted_sample
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     path = (
         sorted((lake / "_parts").glob("*.json"))[0] if relative == "manifest" else lake / relative
     )
@@ -614,11 +606,9 @@ def test_a_broken_state_file_is_named_and_repaired(
 
 @pytest.mark.slow
 def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
-    counted_sample: tuple[Path, int], tmp_path: Path
+    sample_lake_copy: Path, sample_runs: int
 ) -> None:
-    original, runs = counted_sample
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     (lake / "_state" / "current_rubric.json").write_bytes(b"")
     (lake / "warehouse.duckdb").unlink()
     code, output = invoke("score", "--lake", str(lake))
@@ -727,9 +717,9 @@ def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> N
 
 
 def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
-    counted_sample: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original, _ = counted_sample
+    original = sample_lake
     lake = tmp_path / "lake"
     shutil.copytree(original, lake, copy_function=shutil.copy)  # new mtimes
     from pipeline.storage import lake as lk
