@@ -7,8 +7,10 @@ section 2 record onto the TaskRun / TaskComponent / TaskPenalty schemas.
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +23,7 @@ from hypothesis import settings
 from schemas import polars_schema
 from schemas.tasks import TaskComponent, TaskPenalty, TaskRun
 from tests.examples import FAST_EXAMPLES
+from tests.paths import SAMPLE
 
 # bench/ is not an installed package; `pytest` (unlike `python -m pytest`) does not
 # put the repo root on sys.path.
@@ -146,3 +149,38 @@ def task_record() -> Callable[..., dict[str, Any]]:
 def task_frames() -> Callable[[Sequence[Mapping[str, Any]]], TaskFrames]:
     """Turn raw contract task records into the landed runs/components/penalties frames."""
     return records_to_task_frames
+
+
+def _fingerprint(root: Path) -> dict[str, str]:
+    """Every file under ``root`` with a hash of its bytes: a new, lost or changed file shows."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="session")
+def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The committed sample (data/sample: tasks, surface reports, bad lines) after ``pipeline
+    run`` with the default rubric, built once per session (per xdist worker) and shared by
+    every test that only reads it. A test that writes takes ``sample_lake_copy``; one that
+    wrote here anyway fails this fixture's teardown, naming the files it changed."""
+    from tests.clirunner import pipeline
+
+    lake = tmp_path_factory.mktemp("sample") / "lake"
+    done = pipeline("run", SAMPLE, "--lake", lake)
+    assert done.returncode == 0, done.stdout + done.stderr
+    before = _fingerprint(lake.parent)
+    yield lake
+    after = _fingerprint(lake.parent)
+    changed = sorted(
+        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+    )
+    assert not changed, f"a test changed the shared sample lake (use sample_lake_copy): {changed}"
+
+
+@pytest.fixture
+def sample_lake_copy(sample_lake: Path, tmp_path: Path) -> Path:
+    """A private copy of the shared sample lake (mtimes kept) for a test that writes to it."""
+    return Path(shutil.copytree(sample_lake, tmp_path / "lake"))

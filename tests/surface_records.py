@@ -9,6 +9,20 @@ from typing import Any
 
 import polars as pl
 
+# A rubric that is not mcp-xray's: context efficiency weighted 1, schema hygiene 3, the rest 0
+# (shares 0.25 and 0.75), for the tests of custom weights.
+CE1_SH3: Mapping[str, Any] = {
+    "surface": {
+        "weights": {
+            "context_efficiency": 1,
+            "schema_hygiene": 3,
+            "selection_robustness": 0,
+            "surface_redundancy": 0,
+            "description_quality": 0,
+        }
+    }
+}
+
 
 def surface_records(
     reports: Sequence[str | Mapping[str, Any]],

@@ -3,7 +3,7 @@
 The field lists here are the generator's statement of CONTRACT sections 2 and 3:
 ``tasks.build_task_flat`` selects ``TASK_FIELDS`` as its top-level columns, and the
 tests' record makers (``tests/conftest.py``'s builder, ``tests/strategies.py``'s
-seeded and hypothesis generators, ``tests/test_score_properties.py``) build through
+seeded and hypothesis generators, ``tests/unit/tasks/test_score_properties.py``) build through
 ``task_record`` / ``surface_report`` / ``finding``. A new field is added here once;
 an unknown keyword is refused, so a typo cannot build a record the test did not mean.
 """

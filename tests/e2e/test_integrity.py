@@ -29,7 +29,8 @@ from pipeline.jobs import commands as jobs
 from pipeline.jobs.prepare import INGEST_READS, prepare
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import RubricError, parse_rubric
-from tests.test_ingest import quarantine, record, with_grade, write_jsonl
+from tests.e2e.test_ingest import quarantine, record, with_grade, write_jsonl
+from tests.paths import SAMPLE
 
 runner = CliRunner()
 
@@ -448,7 +449,7 @@ def test_json_output_never_holds_nan_or_inf() -> None:
 
 # --- corruption is detected -------------------------------------------------------------------
 
-SAMPLE_TASKS = Path(__file__).resolve().parents[1] / "data" / "sample" / "tasks"
+SAMPLE_TASKS = SAMPLE / "tasks"
 
 
 def _task_runs_count(lake: Path) -> int:
@@ -471,11 +472,9 @@ def _flip(path: Path, position: int, *, keep_mtime: bool) -> None:
 
 
 @pytest.fixture(scope="module")
-def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    where = tmp_path_factory.mktemp("sample") / "lake"
-    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(where))
-    assert code == 0, output
-    return where, _task_runs_count(where)
+def sample_runs(sample_lake: Path) -> int:
+    """The task runs of the shared sample lake, which tests copy before they change it."""
+    return _task_runs_count(sample_lake)
 
 
 def _landed_file(lake: Path, table: str) -> Path:
@@ -488,9 +487,9 @@ FLIPS = random.Random(13)
 @pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
 @pytest.mark.slow
 def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
-    sample_lake: tuple[Path, int], tmp_path: Path, table: str
+    sample_lake: Path, tmp_path: Path, table: str
 ) -> None:
-    original, _ = sample_lake
+    original = sample_lake
     size = _landed_file(original, table).stat().st_size
     for position in sorted(FLIPS.sample(range(size), 6)):
         lake = tmp_path / f"lake-{position}"
@@ -506,11 +505,9 @@ def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
 
 @pytest.mark.slow
 def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
-    sample_lake: tuple[Path, int], tmp_path: Path
+    sample_lake_copy: Path, sample_runs: int
 ) -> None:
-    original, runs = sample_lake
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     target = _landed_file(lake, "task_runs")
     _flip(target, target.stat().st_size // 2, keep_mtime=True)
     code, output = invoke("score", "--lake", str(lake))
@@ -526,11 +523,9 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
 
 @pytest.mark.slow
 def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
-    sample_lake: tuple[Path, int], tmp_path: Path
+    sample_lake_copy: Path, sample_runs: int
 ) -> None:
-    original, runs = sample_lake
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     target = _landed_file(lake, "task_runs")
     _flip(target, target.stat().st_size // 2, keep_mtime=True)
     code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
@@ -545,11 +540,9 @@ def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
 @pytest.mark.slow
 @pytest.mark.parametrize("content", [b"", b"{not json", b'{"moves": 3}'])
 def test_a_broken_commit_journal_is_named_and_the_lake_kept_as_last_committed(
-    sample_lake: tuple[Path, int], tmp_path: Path, content: bytes
+    sample_lake_copy: Path, sample_runs: int, content: bytes
 ) -> None:
-    original, runs = sample_lake
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     stage = lake / "_staging" / "20990101T000000-dead"
     stage.mkdir(parents=True)
     staged = stage / "000000.parquet"
@@ -594,11 +587,9 @@ def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
 )
 @pytest.mark.slow
 def test_a_broken_state_file_is_named_and_repaired(
-    sample_lake: tuple[Path, int], tmp_path: Path, relative: str, content: bytes, named: str
+    sample_lake_copy: Path, sample_runs: int, relative: str, content: bytes, named: str
 ) -> None:
-    original, runs = sample_lake
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     path = (
         sorted((lake / "_parts").glob("*.json"))[0] if relative == "manifest" else lake / relative
     )
@@ -617,11 +608,9 @@ def test_a_broken_state_file_is_named_and_repaired(
 
 @pytest.mark.slow
 def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
-    sample_lake: tuple[Path, int], tmp_path: Path
+    sample_lake_copy: Path, sample_runs: int
 ) -> None:
-    original, runs = sample_lake
-    lake = tmp_path / "lake"
-    shutil.copytree(original, lake)
+    lake, runs = sample_lake_copy, sample_runs
     (lake / "_state" / "current_rubric.json").write_bytes(b"")
     (lake / "warehouse.duckdb").unlink()
     code, output = invoke("score", "--lake", str(lake))
@@ -730,9 +719,9 @@ def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> N
 
 
 def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
-    sample_lake: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original, _ = sample_lake
+    original = sample_lake
     lake = tmp_path / "lake"
     shutil.copytree(original, lake, copy_function=shutil.copy)  # new mtimes
     from pipeline.storage import lake as lk

@@ -141,7 +141,7 @@ def test_an_input_that_names_no_files_is_exit_2_and_creates_nothing(
     for command in ("run", "ingest"):
         code, out = cli(command, str(folder), "--lake", str(lake))
         assert code == 2, out
-        assert f"no input files (*.jsonl, *.jsonl.gz, *.json) in {folder}" in out
+        assert f"no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {folder}" in out
         assert not lake.exists()
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 from pipeline.rubric import DEFAULT_RUBRIC, load_rubric, parse_rubric
+from tests.paths import ROOT
 
-FILE = Path(__file__).resolve().parents[1] / "rubrics" / "default.toml"
+FILE = ROOT / "rubrics" / "default.toml"
 
 
 def test_the_file_gives_every_default_key_with_its_value() -> None:

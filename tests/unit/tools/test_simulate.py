@@ -19,31 +19,15 @@ from hypothesis import strategies as st
 
 from tests.examples import examples
 from tests.paths import REAL_REPORTS
+from tests.strategies import KNOWN_KINDS
+from tests.strategies import SMELLS as DRAWN_SMELLS
 from tools import simulate as sim
 from tools.simulate import xray_reference as xray
 
 GATES = {"exploit": "defect_matching", "detect": "defect_matching", "patch": "patch_verified"}
-FINDING_KINDS = {
-    "token_cost",
-    "schema_smell",
-    "merge_candidate",
-    "duplicate",
-    "selection_error",
-    "distraction",
-    "hidden_injector",
-    "resource_candidate",
-    "jit_candidate",
-    "result_size",
-}
-SMELLS = {
-    "missing_description",
-    "tiny_description",
-    "vague_description",
-    "short_description",
-    "deep_nesting",
-    "enum_bloat",
-    "wide_schema",
-}
+FINDING_KINDS = set(KNOWN_KINDS)
+# The sample also draws the smells mcp-xray reports that no strategy draws.
+SMELLS = set(DRAWN_SMELLS) | {"vague_description", "short_description"}
 
 
 def _lines(path: Path) -> list[str]:

@@ -9,11 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.jobs import commands as jobs
-from pipeline.rubric import load_rubric, parse_rubric
+from pipeline.rubric import load_rubric
 from pipeline.warehouse.query import run_query
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -25,13 +24,6 @@ def blocks(path: Path, language: str) -> list[str]:
 
 
 SQL = [(path, sql) for path in (README, *DOCS) for sql in blocks(path, "sql")]
-
-
-@pytest.fixture(scope="module")
-def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("readme") / "lake"
-    jobs.run([ROOT / "data" / "sample"], lake, parse_rubric({}))
-    return lake
 
 
 def test_the_readme_has_the_analysts_questions() -> None:

@@ -9,8 +9,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.jobs import commands as jobs
-from pipeline.rubric import parse_rubric
 from pipeline.warehouse import (
     WarehouseError,
     create_views,
@@ -20,7 +18,6 @@ from pipeline.warehouse import (
 )
 from tools.warehouse_docs import DOCS, SchemaDocError, check_queries, load, with_dictionary
 
-ROOT = Path(__file__).resolve().parents[1]
 VIEW_COLUMNS = """
     select c.table_name, list(c.column_name order by c.ordinal_position)
     from information_schema.columns as c
@@ -31,10 +28,8 @@ VIEW_COLUMNS = """
 
 
 @pytest.fixture(scope="module")
-def sample_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("schema_docs") / "lake"
-    jobs.run([ROOT / "data" / "sample"], lake, parse_rubric({}))
-    return warehouse_path(lake)
+def sample_warehouse(sample_lake: Path) -> Path:
+    return warehouse_path(sample_lake)
 
 
 def test_every_view_column_is_documented_and_every_documented_column_exists(

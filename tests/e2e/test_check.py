@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from tests.paths import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 runner = CliRunner()
 
 
@@ -21,11 +21,9 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> Path:
-    where = tmp_path / "lake"
-    code, output = invoke("run", str(SAMPLE / "tasks"), str(SAMPLE / "bad"), "--lake", str(where))
-    assert code == 0, output
-    return where
+def lake(sample_lake_copy: Path) -> Path:
+    """A lake the commands left (the sample's run), this test's own to break."""
+    return sample_lake_copy
 
 
 def violations(lake: Path) -> tuple[int, list[str]]:

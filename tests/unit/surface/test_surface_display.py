@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
@@ -30,10 +29,10 @@ from pipeline.surface import letter_grade, ordered_sum, parse_reports, score_sur
 from schemas import checked
 from schemas.surface import DIMENSIONS, SurfaceFindingScore, SurfaceRun, SurfaceScore
 from tests.examples import examples
-from tests.surface_records import surface_records
+from tests.paths import FIXTURES
+from tests.surface_records import CE1_SH3, surface_records
 
 DEFAULT = parse_rubric({})
-FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "mcp-xray-expected.json").read_text())["reports"]
 
 
@@ -277,19 +276,7 @@ def test_a_bare_tool_dump_lands_under_its_fingerprint(
 def test_rounding_stages_hold_under_a_rubric_that_is_not_mcp_xrays() -> None:
     # weights CE 1, SH 3 (the rest 0): shares 0.25 and 0.75; CE 100, SH 100 - 0.6/2 × 100 = 70
     # overall_display = round((100 × 0.25 + 70 × 0.75) / 1.0, 1) = 77.5 -> C+
-    rubric = parse_rubric(
-        {
-            "surface": {
-                "weights": {
-                    "context_efficiency": 1,
-                    "schema_hygiene": 3,
-                    "selection_robustness": 0,
-                    "surface_redundancy": 0,
-                    "description_quality": 0,
-                }
-            }
-        }
-    )
+    rubric = parse_rubric(CE1_SH3)
     report = _report(2, 150, 300, ["deep_nesting"])
     batch = parse_reports(_records([json.dumps(report)], ["r"]))
     row = (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,21 @@ def contents(lake: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.fixture(scope="module")
-def clean(source: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def clean_lake(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     lake = tmp_path_factory.mktemp("clean") / "lake"
     jobs.run([source], lake, RUBRIC)
-    return contents(lake)
+    return lake
+
+
+@pytest.fixture(scope="module")
+def clean(clean_lake: Path) -> dict[str, Any]:
+    return contents(clean_lake)
+
+
+@pytest.fixture
+def lake(clean_lake: Path, tmp_path: Path) -> Path:
+    """The lake a run of ``source`` left, this test's own copy to damage."""
+    return Path(shutil.copytree(clean_lake, tmp_path / "lake"))
 
 
 def landed_files(lake: Path) -> list[Path]:
@@ -139,9 +151,7 @@ def test_a_crash_after_the_journal_is_completed_by_the_next_run(
 
 
 @pytest.mark.slow
-def test_a_run_that_died_before_its_journal_is_discarded(source: Path, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    jobs.run([source], lake, RUBRIC)
+def test_a_run_that_died_before_its_journal_is_discarded(lake: Path) -> None:
     before = landed_files(lake)
     stage = lake / "_staging" / "20260101T000000Z-deadbeef"
     stage.mkdir(parents=True)
@@ -155,10 +165,8 @@ def test_a_run_that_died_before_its_journal_is_discarded(source: Path, tmp_path:
 
 @pytest.mark.slow
 def test_a_removed_warehouse_is_a_clear_error_then_rebuilt_from_the_lake(
-    source: Path, clean: dict[str, Any], tmp_path: Path
+    source: Path, clean: dict[str, Any], lake: Path
 ) -> None:
-    lake = tmp_path / "lake"
-    jobs.run([source], lake, RUBRIC)
     (lake / "warehouse.duckdb").unlink()
     with pytest.raises(WarehouseError, match=r"no warehouse at .*warehouse\.duckdb"):
         list(run_query(lake, "select 1"))
@@ -172,10 +180,8 @@ def test_a_removed_warehouse_is_a_clear_error_then_rebuilt_from_the_lake(
 
 @pytest.mark.slow
 def test_a_corrupted_lake_file_leaves_the_warehouse_answering_and_is_named(
-    source: Path, clean: dict[str, Any], tmp_path: Path
+    clean: dict[str, Any], lake: Path
 ) -> None:
-    lake = tmp_path / "lake"
-    jobs.run([source], lake, RUBRIC)
     broken = landed_files(lake / "task_runs")[0]
     broken.write_bytes(b"not parquet at all" * 10)
     # The warehouse holds its own copy of every row: readers go on as before.
@@ -190,10 +196,8 @@ def test_a_corrupted_lake_file_leaves_the_warehouse_answering_and_is_named(
 
 @pytest.mark.slow
 def test_a_deleted_lake_file_is_restored_by_a_rerun(
-    source: Path, clean: dict[str, Any], tmp_path: Path
+    source: Path, clean: dict[str, Any], lake: Path
 ) -> None:
-    lake = tmp_path / "lake"
-    jobs.run([source], lake, RUBRIC)
     landed_files(lake / "task_runs")[0].unlink()
     jobs.run([source], lake, RUBRIC)
     assert contents(lake) == clean
@@ -209,10 +213,8 @@ def test_a_deleted_lake_file_is_restored_by_a_rerun(
 )
 @pytest.mark.slow
 def test_a_corrupted_lake_file_is_repaired_by_a_rerun(
-    table: str, source: Path, clean: dict[str, Any], tmp_path: Path
+    table: str, source: Path, clean: dict[str, Any], lake: Path
 ) -> None:
-    lake = tmp_path / "lake"
-    jobs.run([source], lake, RUBRIC)
     broken = landed_files(lake / table)[0]
     broken.write_bytes(broken.read_bytes()[:100])  # cut short, as a full disk or bad copy would
     summary = jobs.run([source], lake, RUBRIC)

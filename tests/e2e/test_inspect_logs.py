@@ -31,6 +31,7 @@ from pipeline.sources.inspect.extract import (
 )
 from pipeline.sources.inspect.table import is_inspect_log
 from tests.clirunner import pipeline
+from tests.paths import REAL_REPORTS
 
 AGENT = "secbot"
 VERSIONS = {"1.0": 0, "2.0": 1}  # agent_version -> the task's `strength` argument
@@ -277,7 +278,7 @@ def test_reingest_is_a_no_op_and_a_new_eval_id_is_new_runs(
     rerun = read_eval_log(str(logs[0]))
     rerun.eval.eval_id = rerun.eval.eval_id + "-rerun"
     write_eval_log(rerun, str(moved / "rerun.json"), format="json")
-    shutil.copy(Path(__file__).parent / "fixtures/mcp-xray/00_bing-cn-mcp.json", moved)
+    shutil.copy(REAL_REPORTS / "00_bing-cn-mcp.json", moved)
     (moved / "broken.eval").write_bytes(b"PK\x03\x04 not a zip at all")
     assert is_inspect_log(moved / "rerun.json")
     assert not is_inspect_log(moved / "00_bing-cn-mcp.json")

@@ -15,10 +15,10 @@ import pytest
 from pipeline.rubric import parse_rubric
 from pipeline.surface import parse_reports, score_surfaces
 from schemas.surface import DIMENSIONS
+from tests.paths import ROOT
+from tests.surface_records import surface_records
 from tools import simulate as sim
 from tools.simulate import records as build
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -126,23 +126,7 @@ def test_the_bulk_builder_and_the_single_record_builder_share_the_top_level_fiel
 
 
 def _regrade(reports: list[dict[str, object]]) -> pl.DataFrame:
-    texts = [json.dumps(report) for report in reports]
-    lines = pl.DataFrame(
-        {
-            "source": [f"report-{i}.json" for i in range(len(texts))],
-            "line": [1] * len(texts),
-            "raw": texts,
-            "content_hash": [str(i) for i in range(len(texts))],
-            "batch_id": ["b"] * len(texts),
-        },
-        schema={
-            "source": pl.String,
-            "line": pl.Int64,
-            "raw": pl.String,
-            "content_hash": pl.String,
-            "batch_id": pl.String,
-        },
-    )
+    lines = surface_records(reports, sources=[f"report-{i}.json" for i in range(len(reports))])
     batch = parse_reports(lines)
     assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
     scoring = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), parse_rubric({}))

@@ -22,12 +22,8 @@ from pipeline.compare import (
 )
 from pipeline.storage.lake import InputError
 from pipeline.warehouse import create_views
+from tests.compare_sim import empty_metadata, simulate
 from tests.examples import examples
-
-try:
-    from tests.test_compare_sim import empty_metadata, simulate
-except ImportError:  # pytest's rootdir-less import mode puts tests/ itself on sys.path
-    from test_compare_sim import empty_metadata, simulate  # type: ignore[no-redef]
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.cli.tables import print_table
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample"
 runner = CliRunner()
 

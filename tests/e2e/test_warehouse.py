@@ -33,6 +33,7 @@ from pipeline.warehouse import (
     staged_tables,
     warehouse_path,
 )
+from tests.paths import SAMPLE
 
 DEFAULT = parse_rubric({})
 WEIGHTS = {"defect_matching": 0.6, "pov_quality": 0.2, "summary_quality": 0.1, "target_calls": 0.1}
@@ -138,7 +139,6 @@ def test_by_agent_and_failure_reasons_by_hand(tmp_path: Path) -> None:
     assert errored == ("grader_error", None)
 
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 # The storage versions DuckDB 1.5 (the `duckdb-cli` pip installs) reads, from its own refusal:
 # "we can only read versions between 64 and 68". DuckDB 2.0's default is newer.
 READABLE_BY_DUCKDB_1_5 = range(64, 69)
@@ -190,13 +190,6 @@ def storage_version_number(path: Path) -> int:
     head = path.read_bytes()[:20]
     assert head[8:12] == b"DUCK"
     return int.from_bytes(head[12:20], "little")
-
-
-@pytest.fixture(scope="module")
-def sample_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("sample") / "lake"
-    jobs.run([SAMPLE], lake, DEFAULT)
-    return lake
 
 
 @pytest.mark.slow

@@ -15,12 +15,8 @@ from hypothesis import strategies as st
 
 from pipeline.compare import compare_versions
 from pipeline.compare.html import escape_expr, render_comparison
+from tests.compare_sim import empty_metadata, simulate
 from tests.examples import examples
-
-try:
-    from tests.test_compare_sim import empty_metadata, simulate
-except ImportError:  # pytest's rootdir-less import mode puts tests/ itself on sys.path
-    from test_compare_sim import empty_metadata, simulate  # type: ignore[no-redef]
 
 EVIL = '<script>alert("x")</script>&\''
 

@@ -34,7 +34,7 @@ from schemas.surface import (
 )
 from schemas.tasks import Quarantine
 from tests.examples import examples
-from tests.surface_records import surface_records
+from tests.surface_records import CE1_SH3, surface_records
 
 DEFAULT = parse_rubric({})
 OFFLINE = ("static_hygiene", "consolidate")
@@ -418,19 +418,7 @@ def test_no_dimension_measured_gives_null_overall_shown_as_zero_and_f() -> None:
 
 def test_custom_weights_renormalise_and_disable_the_agreement_check() -> None:
     # weights CE 1, SH 3, others 0: SH = 70, CE = 100 -> (100 + 3*70) / 4 = 77.5 -> C+
-    rubric = parse_rubric(
-        {
-            "surface": {
-                "weights": {
-                    "context_efficiency": 1,
-                    "schema_hygiene": 3,
-                    "selection_robustness": 0,
-                    "surface_redundancy": 0,
-                    "description_quality": 0,
-                }
-            }
-        }
-    )
+    rubric = parse_rubric(CE1_SH3)
     row = grade(
         [surface(1500, 2, 150), finding("schema_smell", smell="deep_nesting")],
         rubric=rubric,

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.jobs import commands as jobs
 from pipeline.warehouse import build_warehouse
-from tests.test_warehouse import DEFAULT, con_of, grade
+from tests.e2e.test_warehouse import DEFAULT, con_of, grade
 
 
 def _record(run_id: str, problem: str, gate: float, **extra: object) -> str:

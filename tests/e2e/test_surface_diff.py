@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.surface.diff import parse_severity
 from pipeline.warehouse import connect_read_only
+from tests.paths import GENERATED_REPORTS
 
 runner = CliRunner()
 
@@ -218,7 +219,7 @@ def test_sarif_is_valid_sarif_2_1_0(lake: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_null_server_name_diffs_under_its_fingerprint(tmp_path: Path) -> None:
     # CONTRACT 3: a bare tool dump's server key is its fingerprint; its version is null
-    fixture = Path(__file__).parent / "fixtures" / "mcp-xray-generated"
+    fixture = GENERATED_REPORTS
     bare = json.loads((fixture / "bare_dump_no_server_name.json").read_text())
     later = json.loads(json.dumps(bare))
     later["generated_at"] = "2026-12-04T11:10:22+00:00"

@@ -17,8 +17,8 @@ from pipeline.jobs import nightly
 from pipeline.rubric import parse_rubric
 from pipeline.storage.lake import CRASH_AT_ENV, LakeBusyError, lake_lock
 from pipeline.storage.rubrics import known_rubrics
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample"
 DEFAULT = parse_rubric({})
 STRICT = parse_rubric({"rubric_id": "strict", "task": {"failure_threshold": 0.5}})

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 OWN_PACKAGES = ("pipeline", "schemas")
 
 pytestmark = pytest.mark.slow

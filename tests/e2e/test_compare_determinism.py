@@ -27,8 +27,9 @@ from pipeline.cli import app
 from pipeline.compare import repeatable
 from pipeline.compare.documents import GATE_FIELDS
 from pipeline.warehouse import connect_read_only
+from tests.paths import ROOT
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+SAMPLE = ROOT / "data" / "sample"
 runner = CliRunner()
 # The sample agent with three versions: history has two steps, compare one pair.
 AGENT = "borealis"

@@ -39,9 +39,9 @@ from pipeline.storage import lake as lk
 from pipeline.warehouse import warehouse_path
 from pipeline.warehouse.query import MEMORY_ENV as QUERY_MEMORY_ENV
 from pipeline.warehouse.query import SECONDS_ENV as QUERY_SECONDS_ENV
+from tests.paths import ROOT
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024**2
 # The process's own peak RSS in KiB (VmHWM). Not getrusage's ru_maxrss: Linux keeps that
 # across fork and exec, so a child of a large pytest process would report the parent's.
