@@ -60,6 +60,7 @@ def test_by_cwe_pass_rate_has_a_wilson_interval(lake: Path) -> None:
     assert high == pytest.approx(0.954413, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_cost_per_solved_by_hand(lake: Path) -> None:
     con = con_of(lake)
     row = con.execute(

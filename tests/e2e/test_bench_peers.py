@@ -119,6 +119,7 @@ def assert_equal_scores(lake: Path, rubric_id: str, peer_out: Path) -> None:
             )
 
 
+@pytest.mark.slow
 def test_the_varied_runs_reach_every_branch(landed: tuple[Path, Path]) -> None:
     _, lake = landed
     runs = pipeline_scores(lake, current_rubric(lake).rubric_id, "task_scores")

@@ -129,6 +129,7 @@ def test_duckdb_takes_its_memory_and_threads_from_the_settings(
         con.close()
 
 
+@pytest.mark.slow
 def test_a_file_past_the_duckdb_budget_fails_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -393,6 +394,7 @@ def test_query_streams_at_most_max_rows(small_lake: Path) -> None:
     assert as_csv.stdout.splitlines() == ["range", *map(str, range(1000))]
 
 
+@pytest.mark.slow
 def test_an_endless_query_stops_at_the_time_limit(
     small_lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -150,6 +150,7 @@ def test_compare_json_finds_the_injected_regression_and_why(lake: Path) -> None:
     assert report["cost"]["candidate"]["cost_usd"] > report["cost"]["baseline"]["cost_usd"]
 
 
+@pytest.mark.slow
 def test_aa_rerun_is_no_change(lake: Path) -> None:
     done = _compare(lake, "1.0", "1.0-rerun", "--json")
     assert done.returncode == 0, done.stderr

@@ -67,6 +67,7 @@ def _subprocess(command: str, args: list[str], lake: Path, threads: str | None) 
     return done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "args"), [("compare", COMPARE), ("history", HISTORY)])
 def test_json_is_byte_identical_run_after_run_and_across_thread_counts(
     lake: Path, command: str, args: list[str]
@@ -78,6 +79,7 @@ def test_json_is_byte_identical_run_after_run_and_across_thread_counts(
     assert _subprocess(command, args, lake, threads=None) == first
 
 
+@pytest.mark.slow
 def test_version_regressions_equal_compare_json_bit_for_bit(lake: Path) -> None:
     con = connect_read_only(lake)
     try:

@@ -132,6 +132,7 @@ def test_regression_hidden_in_one_env_type_fails_the_gate(lake: Path, tmp_path: 
     assert "no_change" in headline and "patch: regression" in headline
 
 
+@pytest.mark.slow
 def test_aa_pair_passes_the_whole_gate(lake: Path) -> None:
     done = _compare(lake, "1.0", "1.0-rerun", "--json", "--fail-on-regression")
     assert done.exit_code == 0, done.output

@@ -270,6 +270,7 @@ def _record_line(run_id: str, **metadata: Any) -> str:
     return json.dumps(record)
 
 
+@pytest.mark.slow
 def test_record_size_limit_is_configurable_and_quarantines_with_the_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -94,6 +94,7 @@ def test_a_non_finite_literal_in_any_case_is_quarantined_naming_its_path(
         ("123456789012345678901234567890", "$.grade.metadata.defect_matching.reason"),
     ],
 )
+@pytest.mark.slow
 def test_an_integer_past_64_bits_is_quarantined_naming_its_path(
     tmp_path: Path, literal: str, path: str
 ) -> None:
@@ -116,6 +117,7 @@ def test_an_integer_past_64_bits_is_quarantined_naming_its_path(
         ('"cost_usd": 0.25', "Infinity", "non-finite number {} at $.cost_usd"),
     ],
 )
+@pytest.mark.slow
 def test_a_record_large_enough_to_be_walked_level_by_level_is_judged_alike(
     tmp_path: Path, old: str, literal: str, reason: str
 ) -> None:
@@ -132,6 +134,7 @@ def test_a_record_large_enough_to_be_walked_level_by_level_is_judged_alike(
     assert reasons_by_line(lake)[1].startswith(reason.format(literal))
 
 
+@pytest.mark.slow
 def test_a_trial_between_2_53_and_2_63_is_kept_exactly(tmp_path: Path) -> None:
     exact = [2**53 + 1, 2**63 - 1, 2**62 + 3]
     lines = [json.dumps(record(f"r{i}", trial=trial)) for i, trial in enumerate(exact)]
@@ -140,6 +143,7 @@ def test_a_trial_between_2_53_and_2_63_is_kept_exactly(tmp_path: Path) -> None:
     assert runs["trial"].to_list() == exact
 
 
+@pytest.mark.slow
 def test_a_report_tool_count_past_64_bits_is_bad_input_not_a_crash(tmp_path: Path) -> None:
     report_text = (
         '{"server": {"name": "s", "version": "1", "tool_count": 9223372036854775808}, '
@@ -154,6 +158,7 @@ def test_a_report_tool_count_past_64_bits_is_bad_input_not_a_crash(tmp_path: Pat
     )
 
 
+@pytest.mark.slow
 def test_a_string_that_spells_nan_or_a_long_number_is_just_text(tmp_path: Path) -> None:
     text = {"reason": "nan, inf: ok", "id": "12345678901234567890123"}
     rec = record("r1")
@@ -173,12 +178,14 @@ def test_a_string_that_spells_nan_or_a_long_number_is_just_text(tmp_path: Path) 
         ('"cost_usd": 0.25', '"cost_usd": 0.25, "x": {"y": 1 , }'),
     ],
 )
+@pytest.mark.slow
 def test_a_trailing_comma_is_not_json(tmp_path: Path, old: str, new: str) -> None:
     report, lake = ingest_lines(tmp_path, [replaced("r1", old, new)])
     assert report.quarantined == 1
     assert "a comma before a closing } or ]" in reasons_by_line(lake)[1]
 
 
+@pytest.mark.slow
 def test_a_comma_and_bracket_inside_a_string_is_fine(tmp_path: Path) -> None:
     rec = record("r1")
     rec["grade"]["metadata"] = {"reason": 'a, ] and ,} and \\",}'}
@@ -242,6 +249,7 @@ REPORT = (
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_key_named_twice_where_scoring_or_identity_reads_it_is_quarantined(
     tmp_path: Path, line: str, reason: str
 ) -> None:
@@ -315,6 +323,7 @@ def test_timestamps_outside_rfc_3339_are_quarantined(tmp_path: Path, text: str) 
         ),
     ],
 )
+@pytest.mark.slow
 def test_audit_recall_and_precision_must_be_fractions(
     tmp_path: Path, metadata: dict[str, Any], reason: str
 ) -> None:
@@ -336,6 +345,7 @@ def test_an_audit_without_recall_lands_flagged(tmp_path: Path) -> None:
 # --- every stored number is finite ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_parts_that_sum_past_a_double_are_quarantined(tmp_path: Path) -> None:
     heavy = dict.fromkeys(record()["grade"]["weights"], 1e308)
     lines = [
@@ -350,6 +360,7 @@ def test_parts_that_sum_past_a_double_are_quarantined(tmp_path: Path) -> None:
     assert report.landed_task_runs == 1
 
 
+@pytest.mark.slow
 def test_huge_finite_totals_are_kept_out_of_every_mean_too(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     # Each run's score is finite (-1e300), but the mean of two is not: DuckDB sums first.
@@ -718,6 +729,7 @@ def test_a_part_key_named_twice_is_named_once_spelled_right(tmp_path: Path) -> N
     assert "grade.subscores has the key pov_quality more than once" in reasons_by_line(lake)[1]
 
 
+@pytest.mark.slow
 def test_a_copied_lake_is_hashed_once_then_trusted_by_its_new_mtimes(
     sample_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -797,6 +809,7 @@ def _warehouse_rows(lake: Path, sql: str) -> list[tuple[Any, ...]]:
         con.close()
 
 
+@pytest.mark.slow
 def test_issue_13_acceptance_walk_in_one_lake(tmp_path: Path) -> None:
     import gzip
 

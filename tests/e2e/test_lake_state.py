@@ -154,6 +154,7 @@ def test_one_empty_input_among_good_ones_is_named(tmp_path: Path) -> None:
     assert code == 2 and str(empty) in out and not lake.exists()
 
 
+@pytest.mark.slow
 def test_nightly_with_an_inbox_holding_no_input_files_is_exit_2(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(lake))[0] == 0
@@ -199,6 +200,7 @@ def test_a_lake_that_is_not_a_lake_is_exit_2_and_creates_nothing(
     assert sorted(tmp_path.rglob("*")) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["run", "ingest"])
 def test_run_and_ingest_refuse_a_lake_that_is_a_file_or_a_foreign_folder(
     tmp_path: Path, command: str
@@ -233,6 +235,7 @@ def test_run_and_ingest_refuse_a_lake_that_is_a_file_or_a_foreign_folder(
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_flag_that_would_do_nothing_is_refused(
     tmp_path: Path, args: list[str], message: str
 ) -> None:

@@ -78,6 +78,7 @@ def test_views_read_as_a_table_json_and_csv(lake: Path) -> None:
     assert json.loads(out) == [{"reason": "not valid JSON (the line does not parse)"}]
 
 
+@pytest.mark.slow
 def test_every_reading_form_runs(lake: Path) -> None:
     for sql in (
         "from by_agent",

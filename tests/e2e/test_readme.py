@@ -46,6 +46,7 @@ def test_the_readme_has_the_analysts_questions() -> None:
     SQL,
     ids=[f"{p.name}:{' '.join(s.split())[:60]}" for p, s in SQL],
 )
+@pytest.mark.slow
 def test_every_sql_block_returns_rows(sample_lake: Path, path: Path, sql: str) -> None:
     try:
         results = list(run_query(sample_lake, sql))

@@ -264,6 +264,7 @@ def _fuzz_night(path: Path, fuzz: int, bad: int, *, gz: bool = False) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gz", [False, True])
 def test_bad_lines_kept_as_blocks_are_read_again_from_their_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gz: bool
@@ -303,6 +304,7 @@ def test_bad_lines_kept_as_blocks_are_read_again_from_their_source(
     assert _quarantine_view(lake) == [row for row in before if row[0] == 41]
 
 
+@pytest.mark.slow
 def test_a_file_that_failed_whole_is_read_again_and_its_bad_lines_stay_counted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -328,6 +330,7 @@ def test_a_file_that_failed_whole_is_read_again_and_its_bad_lines_stay_counted(
     assert sorted(rows(lake, "task_runs")["line"].to_list()) == [1, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_the_rest_of_a_file_past_the_expansion_limit_lands_once_the_limit_is_raised(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -350,6 +353,7 @@ def test_the_rest_of_a_file_past_the_expansion_limit_lands_once_the_limit_is_rai
     assert sorted(rows(lake, "task_runs")["line"].to_list()) == list(range(1, 201))
 
 
+@pytest.mark.slow
 def test_a_block_whose_source_is_gone_stays_unresolved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

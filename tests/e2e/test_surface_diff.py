@@ -126,6 +126,7 @@ def test_view_lists_the_changes_between_consecutive_versions(
     ]
 
 
+@pytest.mark.slow
 def test_grade_deltas_between_versions(con: duckdb.DuckDBPyConnection) -> None:
     # 1.0.0, n = 2: SH = 100 - 0.6/2 × 100 = 70; DQ = 100 - 0.4/2 × 100 = 80;
     #   SR = 100 - (0.4 + 0.6)/4 × 100 = 75; CE = 100.

@@ -110,6 +110,7 @@ def test_run_summary_at_80_columns(lake: Path) -> None:
     assert {"atlas", "1.3.0", "1.4.0", "duplicates"} <= _words(out)
 
 
+@pytest.mark.slow
 def test_compare_at_80_columns(lake: Path) -> None:
     args = ("--agent", "atlas", "--baseline", "1.3.0", "--candidate", "1.4.0", "--lake", str(lake))
     report = json.loads(_invoke("compare", *args, "--json"))

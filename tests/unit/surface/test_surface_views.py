@@ -162,6 +162,7 @@ def test_surface_runs_view(warehouse: duckdb.DuckDBPyConnection) -> None:
     } <= columns
 
 
+@pytest.mark.slow
 def test_surface_findings_view(warehouse: duckdb.DuckDBPyConnection) -> None:
     rows = warehouse.sql(
         "select kind, target, severity from surface_findings "

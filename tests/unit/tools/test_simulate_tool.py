@@ -25,6 +25,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_the_command_rewrites_the_committed_sample_byte_for_byte(tmp_path: Path) -> None:
     out = tmp_path / "sample"
     done = subprocess.run(
