@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,17 +73,22 @@ def _third_party_imports() -> set[str]:
     return found - set(sys.stdlib_module_names) - set(OWN_PACKAGES) - {"__future__"}
 
 
+def _normalized(name: str) -> str:
+    """A distribution's name as PEP 503 compares them (inspect_ai is inspect-ai)."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
 def test_the_wheel_declares_every_distribution_the_code_imports(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         requires = Parser().parsestr(archive.read(metadata).decode()).get_all("Requires-Dist")
     declared = {
-        r.split(";")[0].split("[")[0].split("<")[0].split(">")[0].strip().lower()
+        _normalized(r.split(";")[0].split("[")[0].split("<")[0].split(">")[0])
         for r in requires or []
     }
     distributions = packages_distributions()
     for module in sorted(_third_party_imports()):
-        owners = {d.lower() for d in distributions.get(module, [])}
+        owners = {_normalized(d) for d in distributions.get(module, [])}
         assert owners & declared, f"{module} (from {sorted(owners)}) is not a declared dependency"
 
 
