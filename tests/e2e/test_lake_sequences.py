@@ -320,5 +320,5 @@ def test_long_sequences() -> None:
     from hypothesis.stateful import run_state_machine_as_test
 
     # 16 sequences of 10 steps: each step is a real command on a real lake, and 40x12 alone
-    # held one CI worker for ten minutes; the derandomized seeds keep a failure replayable.
+    # held one CI worker for ten minutes (a failure still prints the steps that reproduce it).
     run_state_machine_as_test(LakeSequences, settings=_settings(count=16, steps=10))
