@@ -17,6 +17,7 @@ from pipeline.rubric import parse_rubric
 from pipeline.sources.files import read_lines
 from pipeline.storage import lake as lk
 from tests.clirunner import pipeline
+from tests.e2e.test_warehouse import TASK_VIEWS
 
 
 def record(run_id: str = "r1", **overrides: Any) -> dict[str, Any]:
@@ -284,16 +285,7 @@ def test_cli_run_builds_a_warehouse_with_the_contract_views(tmp_path: Path) -> N
     views = {
         row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()
     }
-    for view in (
-        "task_runs",
-        "task_components",
-        "run_metadata",
-        "by_agent",
-        "by_defect",
-        "by_cwe",
-        "failure_reasons",
-        "quarantine",
-    ):
+    for view in TASK_VIEWS:
         assert view in views
     scores = con.execute("select run_id, score from task_runs order by run_id").fetchall()
     # 0.6*1 + 0.2*0.5 + 0.1*0.5 + 0.1*1 = 0.85

@@ -79,26 +79,25 @@ def test_wilson_macro_matches_hand_arithmetic(tmp_path: Path) -> None:
     assert high == pytest.approx(0.849961, abs=1e-6)
 
 
+# The views over task grades and over surface grades that every warehouse has.
+TASK_VIEWS = (
+    "task_runs",
+    "task_components",
+    "run_metadata",
+    "by_agent",
+    "by_defect",
+    "by_cwe",
+    "failure_reasons",
+    "quarantine",
+)
+SURFACE_VIEWS = ("surface_runs", "surface_findings", "by_phase", "by_server", "fleet")
+
+
 @pytest.mark.slow
 def test_empty_lake_has_every_view_and_no_rows(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     con = con_of(tmp_path)
-    for view in (
-        "task_runs",
-        "task_components",
-        "run_metadata",
-        "by_agent",
-        "by_defect",
-        "by_cwe",
-        "failure_reasons",
-        "quarantine",
-        "surface_runs",
-        "surface_findings",
-        "by_phase",
-        "by_server",
-        "fleet",
-        "version_history",
-    ):
+    for view in (*TASK_VIEWS, *SURFACE_VIEWS, "version_history"):
         assert con.execute(f"select count(*) from {view}").fetchone() == (0,), view  # noqa: S608
 
 
