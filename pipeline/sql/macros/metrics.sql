@@ -85,6 +85,12 @@ create or replace macro run_level_metrics(m, sd, scored_runs, rate, rate_n) as s
     pass_rate_runs_ci_low := wilson_low(rate, rate_n),
     pass_rate_runs_ci_high := wilson_high(rate, rate_n)
 );
+-- run_metrics: contract_metrics then run_level_metrics of the same run aggregates, the
+-- block a per-group view over runs lists whole (by_agent, by_defect).
+create or replace macro run_metrics(m, sd, scored_runs, rate, rate_n) as struct_concat(
+    contract_metrics(m, sd, scored_runs, rate, rate_n),
+    run_level_metrics(m, sd, scored_runs, rate, rate_n)
+);
 -- problem_level_metrics: mean_score_problems (t interval) and pass_rate_problems (Wilson
 -- over the problems).
 create or replace macro problem_level_metrics(m, sd, problems, rate) as struct_pack(

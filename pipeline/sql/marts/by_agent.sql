@@ -32,15 +32,9 @@ problem_level as (
     group by agent, agent_version, env_type
 ),
 joined as (
-    select
-        r.*,
-        coalesce(p.problems, 0) as problems,
-        p.mean_score_problems,
-        p.score_sd_problems,
-        p.pass_rate_problems
-    from run_level as r
-    left join problem_level as p
-        on p.agent = r.agent and p.agent_version = r.agent_version and p.env_type = r.env_type
+    select * replace (coalesce(problems, 0) as problems)
+    from run_level
+    left join problem_level using (agent, agent_version, env_type)
 )
 select
     agent,
@@ -50,10 +44,7 @@ select
     grader_errors,
     scored_runs,
     problems,
-    unnest(contract_metrics(
-        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
-    )),
-    unnest(run_level_metrics(
+    unnest(run_metrics(
         mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
     )),
     unnest(problem_level_metrics(

@@ -23,10 +23,7 @@ select
     agents,
     grader_errors,
     scored_runs,
-    unnest(contract_metrics(
-        mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
-    )),
-    unnest(run_level_metrics(
+    unnest(run_metrics(
         mean_score_runs, score_sd_runs, scored_runs, pass_rate_runs, pass_n_runs
     ))
 from scored

@@ -30,15 +30,9 @@ problem_level as (
     group by agent, agent_version
 ),
 joined as (
-    select
-        r.*,
-        coalesce(p.problems, 0) as problems,
-        p.mean_score_problems,
-        p.score_sd_problems,
-        p.score_se,
-        p.pass_rate_problems
-    from run_level as r
-    left join problem_level as p on p.agent = r.agent and p.agent_version = r.agent_version
+    select * replace (coalesce(problems, 0) as problems)
+    from run_level
+    left join problem_level using (agent, agent_version)
 ),
 ordered as (
     select
