@@ -22,28 +22,26 @@ from typing import Any
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 from pipeline.surface.rubric import SURFACE_DEFAULTS, SurfaceRubric
 
+
+def _defect_env() -> dict[str, Any]:
+    """exploit's and detect's gate and weights, the same for both (docs/rubric.md)."""
+    return {
+        "gate": "defect_matching",
+        "weights": {
+            "defect_matching": 0.60,
+            "pov_quality": 0.20,
+            "summary_quality": 0.10,
+            "target_calls": 0.10,
+        },
+    }
+
+
 DEFAULT_RUBRIC: dict[str, Any] = {
     "task": {
         "minimization_multiple": 3.0,
         "penalty_scale": 1.0,
-        "exploit": {
-            "gate": "defect_matching",
-            "weights": {
-                "defect_matching": 0.60,
-                "pov_quality": 0.20,
-                "summary_quality": 0.10,
-                "target_calls": 0.10,
-            },
-        },
-        "detect": {
-            "gate": "defect_matching",
-            "weights": {
-                "defect_matching": 0.60,
-                "pov_quality": 0.20,
-                "summary_quality": 0.10,
-                "target_calls": 0.10,
-            },
-        },
+        "exploit": _defect_env(),
+        "detect": _defect_env(),
         "patch": {
             "gate": "patch_verified",
             "weights": {
