@@ -72,17 +72,13 @@ def write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
+# The fields of a task record that carry a name: a hostile task sets each to the name.
+NAME_FIELDS = ("agent", "agent_version", "problem_id", "defect_id", "cwe", "project")
+
+
 def hostile_task(index: int, name: str) -> dict[str, Any]:
     record = task_record(random.Random(index), f"name-{index}")
-    record.update(
-        agent=name,
-        agent_version=name,
-        problem_id=name,
-        defect_id=name,
-        cwe=name,
-        project=name,
-        env_type="exploit",
-    )
+    record.update(dict.fromkeys(NAME_FIELDS, name), env_type="exploit")
     # A component named by the data: lands, weight 0 under the rubric, flagged.
     record["grade"] = {
         "subscores": {"defect_matching": 1.0, name: 0.5},
@@ -119,7 +115,7 @@ def test_hostile_names_reach_every_view_unchanged(tmp_path: Path) -> None:
                 "from task_runs where run_id = ?",
                 [f"name-{index}"],
             ).fetchall()
-            assert got == [(name,) * 6], (index, name)
+            assert got == [(name,) * len(NAME_FIELDS)], (index, name)
             components = con.execute(
                 "select component from task_components where run_id = ? order by component",
                 [f"name-{index}"],

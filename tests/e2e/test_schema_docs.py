@@ -16,6 +16,7 @@ from pipeline.warehouse import (
     view_order,
     warehouse_path,
 )
+from pipeline.warehouse.models import Model
 from tools.warehouse_docs import DOCS, SchemaDocError, check_queries, load, with_dictionary
 
 VIEW_COLUMNS = """
@@ -101,46 +102,42 @@ def test_each_view_comes_after_every_view_it_reads() -> None:
     assert found["by_agent"].reads == {"task_runs", "stg_problem_outcomes"}
 
 
-def _views(tmp_path: Path, **sql: str) -> list[Path]:
+def _models(tmp_path: Path, **sql: str) -> dict[str, Model]:
+    """The views ``name=body`` (``create or replace view <body>``) as files, read as models."""
     paths = []
     for name, body in sql.items():
         path = tmp_path / f"{name}.sql"
         path.write_text(f"-- {name}: from a comment, from_nothing\ncreate or replace view {body}")
         paths.append(path)
-    return paths
+    return models(paths)
 
 
 def test_views_reading_each_other_in_a_cycle_fail_the_build(tmp_path: Path) -> None:
-    found = models(
-        _views(
-            tmp_path,
-            a="a as select * from b",
-            b="b as with x as (select 1) select * from c join x on true",
-            c="c as select * from a",
-        )
+    found = _models(
+        tmp_path,
+        a="a as select * from b",
+        b="b as with x as (select 1) select * from c join x on true",
+        c="c as select * from a",
     )
     with pytest.raises(WarehouseError, match=r"cycle: (a|b|c) -> "):
         view_order(found)
 
 
 def test_a_view_reading_an_unknown_relation_fails_naming_it(tmp_path: Path) -> None:
-    paths = _views(tmp_path, a="a as select * from stg_task_runs join nowhere using (run_id)")
     with pytest.raises(WarehouseError, match=r"view a .* reads nowhere: neither a view nor"):
-        models(paths)
+        _models(tmp_path, a="a as select * from stg_task_runs join nowhere using (run_id)")
 
 
 def test_a_view_is_named_after_its_file(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="named after its file"):
-        models(_views(tmp_path, a="b as select 1"))
+        _models(tmp_path, a="b as select 1")
 
 
 def test_names_in_comments_strings_and_ctes_are_not_reads(tmp_path: Path) -> None:
-    found = models(
-        _views(
-            tmp_path,
-            a="a as with runs as (select 'from b' as t from stg_task_runs) select * from runs",
-            b="b as select * from a where 1 is not distinct from 1",
-        )
+    found = _models(
+        tmp_path,
+        a="a as with runs as (select 'from b' as t from stg_task_runs) select * from runs",
+        b="b as select * from a where 1 is not distinct from 1",
     )
     assert found["a"].reads == {"stg_task_runs"}
     assert found["b"].reads == {"a"}

@@ -83,28 +83,40 @@ def comps_from(runs: pl.DataFrame, component: str = "defect_matching") -> pl.Dat
     )
 
 
+def trials(version: str, **scores: list[float]) -> list[dict[str, Any]]:
+    """Rows (for ``run_rows``) of ``version``'s scored runs: each problem's trial scores."""
+    return [{"v": version, "p": p, "score": x} for p, xs in scores.items() for x in xs]
+
+
+def compare_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report comparing agent a's versions 1 and 2 over ``run_rows(rows)``."""
+    runs = run_rows(rows)
+    return compare_versions(
+        runs, comps_from(runs), empty_metadata(), agent="a", baseline="1", candidate="2"
+    ).report
+
+
+def compare_simulated(seed: int, versions: dict[str, Any], **sim: Any) -> dict[str, Any]:
+    """The report comparing the simulated agent's first version (``versions``' first key)
+    with its second; ``sim``: more options of ``simulate``."""
+    runs, comps = simulate(seed=seed, versions=versions, **sim)
+    baseline, candidate = list(versions)[:2]
+    return compare_versions(
+        runs, comps, empty_metadata(), agent="sim-agent", baseline=baseline, candidate=candidate
+    ).report
+
+
 def test_hand_computed_four_problem_comparison_with_trials_averaged() -> None:
     # Baseline trials (mean): p1 0.4,0.6 (0.5); p2 0.5; p3 0.7,0.9 (0.8); p4 0.2
     # Candidate trials (mean): p1 0.6 (0.6); p2 0.7 (0.7); p3 0.8,0.8 (0.8); p4 0.5
     # d = [0.1, 0.2, 0.0, 0.3] → the 4-problem example of test_stats:
     # mean 0.15, SE 0.0645497, t_{0.975,3} 3.182446, interval [-0.0554260, 0.3554260]
-    rows = [
-        {"v": "1", "p": "p1", "score": 0.4},
-        {"v": "1", "p": "p1", "score": 0.6},
-        {"v": "1", "p": "p2", "score": 0.5},
-        {"v": "1", "p": "p3", "score": 0.7},
-        {"v": "1", "p": "p3", "score": 0.9},
-        {"v": "1", "p": "p4", "score": 0.2},
-        {"v": "2", "p": "p1", "score": 0.6},
-        {"v": "2", "p": "p2", "score": 0.7},
-        {"v": "2", "p": "p3", "score": 0.8},
-        {"v": "2", "p": "p3", "score": 0.8},
-        {"v": "2", "p": "p4", "score": 0.5},
-    ]
-    runs = run_rows(rows)
-    r = compare_versions(
-        runs, comps_from(runs), empty_metadata(), agent="a", baseline="1", candidate="2"
-    ).report
+    r = compare_rows(
+        [
+            *trials("1", p1=[0.4, 0.6], p2=[0.5], p3=[0.7, 0.9], p4=[0.2]),
+            *trials("2", p1=[0.6], p2=[0.7], p3=[0.8, 0.8], p4=[0.5]),
+        ]
+    )
     assert r["paired_problems"] == 4
     assert r["method"] == "paired_t"
     assert r["delta"] == pytest.approx(0.15)
@@ -146,10 +158,7 @@ def test_pairing_ignores_unpaired_problems_and_counts_grader_errors() -> None:
         {"v": "1", "p": "p7", "agent": "other", "score": 0.0},
         {"v": "2", "p": "p7", "agent": "other", "score": 1.0},
     ]
-    runs = run_rows(rows)
-    r = compare_versions(
-        runs, comps_from(runs), empty_metadata(), agent="a", baseline="1", candidate="2"
-    ).report
+    r = compare_rows(rows)
     # paired: p1/exploit (+0.1), p2 (+0.2) → delta 0.15
     assert r["paired_problems"] == 2
     assert r["delta"] == pytest.approx(0.15)
@@ -161,10 +170,7 @@ def test_pairing_ignores_unpaired_problems_and_counts_grader_errors() -> None:
 
 
 def test_known_regression_found_and_true_difference_in_interval() -> None:
-    runs, comps = simulate(seed=5, n_problems=80, versions={"1.0": 0.0, "2.0": -0.08})
-    r = compare_versions(
-        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="2.0"
-    ).report
+    r = compare_simulated(5, {"1.0": 0.0, "2.0": -0.08}, n_problems=80)
     assert r["verdict"] == "regression"
     assert r["ci_low"] <= -0.08 <= r["ci_high"]
     assert r["bootstrap"]["ci_low"] <= -0.08 <= r["bootstrap"]["ci_high"]
@@ -174,10 +180,7 @@ def test_known_regression_found_and_true_difference_in_interval() -> None:
 
 def test_env_specific_effects_found_per_env_type() -> None:
     effects = {"exploit": -0.1, "patch": 0.1}
-    runs, comps = simulate(seed=9, n_problems=80, versions={"1.0": 0.0, "1.1": effects})
-    r = compare_versions(
-        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="1.1"
-    ).report
+    r = compare_simulated(9, {"1.0": 0.0, "1.1": effects}, n_problems=80)
     per_env = {row["env_type"]: row for row in r["per_env_type"]}
     assert per_env["exploit"]["verdict"] == "regression"
     assert per_env["patch"]["verdict"] == "improvement"
@@ -190,10 +193,7 @@ def test_env_specific_effects_found_per_env_type() -> None:
 
 
 def test_aa_comparison_is_no_change() -> None:
-    runs, comps = simulate(seed=13, versions={"a": 0.0, "b": 0.0})
-    r = compare_versions(
-        runs, comps, empty_metadata(), agent="sim-agent", baseline="a", candidate="b"
-    ).report
+    r = compare_simulated(13, {"a": 0.0, "b": 0.0})
     assert r["verdict"] == "no_change"
     assert r["ci_low"] < 0 < r["ci_high"]
 
@@ -248,10 +248,7 @@ def test_aa_false_alarm_rate_of_the_whole_gate() -> None:
 
 
 def test_component_split_adds_up_to_change_in_weighted() -> None:
-    runs, comps = simulate(seed=21, versions={"1.0": 0.0, "1.1": {"detect": -0.2}})
-    r = compare_versions(
-        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="1.1"
-    ).report
+    r = compare_simulated(21, {"1.0": 0.0, "1.1": {"detect": -0.2}})
     total = sum(c["delta"] for c in r["components"])
     assert total == pytest.approx(r["decomposition"]["delta_weighted"], abs=1e-12)
     assert r["decomposition"]["components_sum"] == pytest.approx(total, abs=1e-15)

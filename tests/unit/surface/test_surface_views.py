@@ -162,57 +162,64 @@ def test_surface_runs_view(warehouse: duckdb.DuckDBPyConnection) -> None:
     } <= columns
 
 
-@pytest.mark.slow
-def test_surface_findings_view(warehouse: duckdb.DuckDBPyConnection) -> None:
-    rows = warehouse.sql(
+# Views whose rows over the lake above are worked out by hand: (query, rows).
+VIEW_ROWS = [
+    pytest.param(
         "select kind, target, severity from surface_findings "
-        "where run_id like 'beta@%' order by finding_index"
-    ).fetchall()
-    # surface: 1 - lerp01(150) = 0; missing_description 0.9; phase rows are "other scope": share 0
-    assert rows == [
-        ("token_cost", ["a"], 0.0),
-        ("schema_smell", ["a"], 0.9),
-        ("token_cost", ["a"], 0.0),
-        ("token_cost", ["a"], 0.0),
-    ]
-
-
-def test_by_phase_view(warehouse: duckdb.DuckDBPyConnection) -> None:
-    rows = warehouse.sql(
+        "where run_id like 'beta@%' order by finding_index",
+        # surface: 1 - lerp01(150) = 0; missing_description 0.9; phase rows are "other
+        # scope": share 0
+        [
+            ("token_cost", ["a"], 0.0),
+            ("schema_smell", ["a"], 0.9),
+            ("token_cost", ["a"], 0.0),
+            ("token_cost", ["a"], 0.0),
+        ],
+        id="surface_findings",
+        marks=pytest.mark.slow,
+    ),
+    pytest.param(
         "select server, phase, tool_count, tokens, context_efficiency, is_worst_phase "
-        "from by_phase order by server, server_version, phase"
-    ).fetchall()
-    # every row: 150/tool -> lerp 100; tokens <= 1500 -> lerp 100 -> CE 100
-    assert rows == [
-        ("alpha", "all", 2, 1500.0, 100.0, True),
-        ("alpha", "all", 2, 1500.0, 100.0, True),
-        ("beta", "p1", 2, 300.0, 100.0, False),
-        ("beta", "p2", 2, 1500.0, 100.0, True),
-    ]
-
-
-def test_by_server_view(warehouse: duckdb.DuckDBPyConnection) -> None:
-    rows = warehouse.sql(
+        "from by_phase order by server, server_version, phase",
+        # every row: 150/tool -> lerp 100; tokens <= 1500 -> lerp 100 -> CE 100
+        [
+            ("alpha", "all", 2, 1500.0, 100.0, True),
+            ("alpha", "all", 2, 1500.0, 100.0, True),
+            ("beta", "p1", 2, 300.0, 100.0, False),
+            ("beta", "p2", 2, 1500.0, 100.0, True),
+        ],
+        id="by_phase",
+    ),
+    pytest.param(
         "select server, server_version, versions, overall, previous_version, overall_delta, "
         "schema_hygiene_delta, context_efficiency_delta, selection_robustness_delta "
-        "from by_server order by server"
-    ).fetchall()
-    # alpha: latest 2.0 (92.5) against 1.0 (100): -7.5 overall, SH 70 - 100 = -30, CE 0,
-    # selection never measured -> null delta. beta: one version, no previous.
-    assert rows == [
-        (
-            "alpha",
-            "2.0",
-            2,
-            pytest.approx(92.5),
-            "1.0",
-            pytest.approx(-7.5),
-            pytest.approx(-30.0),
-            0.0,
-            None,
-        ),
-        ("beta", "0.1", 1, pytest.approx(88.75), None, None, None, None, None),
-    ]
+        "from by_server order by server",
+        # alpha: latest 2.0 (92.5) against 1.0 (100): -7.5 overall, SH 70 - 100 = -30, CE 0,
+        # selection never measured -> null delta. beta: one version, no previous.
+        [
+            (
+                "alpha",
+                "2.0",
+                2,
+                pytest.approx(92.5),
+                "1.0",
+                pytest.approx(-7.5),
+                pytest.approx(-30.0),
+                0.0,
+                None,
+            ),
+            ("beta", "0.1", 1, pytest.approx(88.75), None, None, None, None, None),
+        ],
+        id="by_server",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "rows"), VIEW_ROWS)
+def test_view_rows(
+    warehouse: duckdb.DuckDBPyConnection, query: str, rows: list[tuple[Any, ...]]
+) -> None:
+    assert warehouse.sql(query).fetchall() == rows
 
 
 def test_fleet_view(warehouse: duckdb.DuckDBPyConnection) -> None:

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -68,14 +69,20 @@ def test_the_runtime_package_never_imports_tools() -> None:
             assert not [n for n in names if n.split(".")[0] in {"tools", "bench", "tests"}], path
 
 
+# A task record's required top-level fields.
+REQUIRED: dict[str, Any] = {
+    "run_id": "r",
+    "agent": "a",
+    "agent_version": "1",
+    "problem_id": "p",
+    "env_type": "audit",
+    "graded_at": "2026-01-02T03:04:05+00:00",
+}
+
+
 def test_the_task_builder_leaves_none_out_and_keeps_zero_and_false() -> None:
     record = build.task_record(
-        run_id="r",
-        agent="a",
-        agent_version="1",
-        problem_id="p",
-        env_type="audit",
-        graded_at="2026-01-02T03:04:05+00:00",
+        **REQUIRED,
         subscores={"audit": 0.25},
         weights={"audit": 1.0},
         trial=0,
@@ -84,12 +91,7 @@ def test_the_task_builder_leaves_none_out_and_keeps_zero_and_false() -> None:
         penalties=None,
     )
     assert record == {
-        "run_id": "r",
-        "agent": "a",
-        "agent_version": "1",
-        "problem_id": "p",
-        "env_type": "audit",
-        "graded_at": "2026-01-02T03:04:05+00:00",
+        **REQUIRED,
         "grade": {
             "subscores": {"audit": 0.25},
             "weights": {"audit": 1.0},
@@ -101,17 +103,7 @@ def test_the_task_builder_leaves_none_out_and_keeps_zero_and_false() -> None:
 
 def test_the_builders_refuse_a_field_they_do_not_know() -> None:
     with pytest.raises(TypeError, match=r"unknown field\(s\) \['trail'\]"):
-        build.task_record(
-            run_id="r",
-            agent="a",
-            agent_version="1",
-            problem_id="p",
-            env_type="audit",
-            graded_at="2026-01-02T03:04:05+00:00",
-            subscores={},
-            weights={},
-            trail=1,
-        )
+        build.task_record(**REQUIRED, subscores={}, weights={}, trail=1)
     with pytest.raises(TypeError, match="surface_report"):
         build.surface_report(
             generated_at="x", server={}, grade={}, headline={}, coverage={}, findings=[], runid="r"
