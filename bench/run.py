@@ -35,6 +35,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.tables import Column, fill_table, markdown_table
 from tools.simulate import ENV_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -177,33 +178,26 @@ def peer_rows(ingested: int, results: dict[str, dict[str, Any]]) -> list[PeerRow
     return rows
 
 
-PEER_HEADERS = ["work", "pipeline", "s", "peak GiB", "peer", "s", "peak GiB", "ratio", "goal"]
-
-
-def _peer_cells(row: PeerRow) -> list[str]:
-    return [
-        row.work,
-        row.pipeline,
-        _fmt(row.pipeline_seconds, ".2f"),
-        _fmt(row.pipeline_peak_gib, ".2f"),
-        row.peer,
-        _fmt(row.peer_seconds, ".2f"),
-        _fmt(row.peer_peak_gib, ".2f"),
-        "-" if row.ratio is None else f"{row.ratio:.2f}x",
-        row.goal,
-    ]
+PEER_COLUMNS = (
+    Column("work", "work"),
+    Column("pipeline", "pipeline"),
+    Column("s", "pipeline_seconds", ".2f"),
+    Column("peak GiB", "pipeline_peak_gib", ".2f"),
+    Column("peer", "peer"),
+    Column("s", "peer_seconds", ".2f"),
+    Column("peak GiB", "peer_peak_gib", ".2f"),
+    Column("ratio", "ratio", ".2f", "x"),
+    Column("goal", "goal"),
+)
 
 
 def peer_markdown(rows: list[PeerRow]) -> list[str]:
     if not rows:
         return []
-    right = {2, 3, 5, 6, 7}
     return [
         "Against the hand-written peers (issue 16), same run:",
         "",
-        "| " + " | ".join(PEER_HEADERS) + " |",
-        "|" + "|".join("---:" if i in right else "---" for i in range(len(PEER_HEADERS))) + "|",
-        *("| " + " | ".join(_peer_cells(row)) + " |" for row in rows),
+        *markdown_table(PEER_COLUMNS, rows),
         "",
     ]
 
@@ -318,25 +312,17 @@ def rescore_breakdown(rescore: dict[str, Any]) -> str:
     return ", ".join(f"{name} {value:.2f} s" for name, value in {**stages, "rest": rest}.items())
 
 
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else format(value, pattern)
-
-
-def _cells(row: Row) -> list[str]:
-    return [
-        row.stage,
-        row.what,
-        _fmt(row.seconds, ".2f"),
-        _fmt(row.mb_per_s, ".1f"),
-        _fmt(row.runs_per_s, ",.0f"),
-        row.versus,
-        "-" if row.ratio is None else f"{row.ratio:.1f}x",
-        row.goal,
-        _fmt(row.peak_rss_gib, ".2f"),
-    ]
-
-
-HEADERS = ["stage", "what", "s", "MB/s", "runs/s", "vs", "ratio", "goal", "peak RSS GiB"]
+COLUMNS = (
+    Column("stage", "stage"),
+    Column("what", "what"),
+    Column("s", "seconds", ".2f"),
+    Column("MB/s", "mb_per_s", ".1f"),
+    Column("runs/s", "runs_per_s", ",.0f"),
+    Column("vs", "versus"),
+    Column("ratio", "ratio", ".1f", "x"),
+    Column("goal", "goal"),
+    Column("peak RSS GiB", "peak_rss_gib", ".2f"),
+)
 
 
 def markdown(rows: list[Row], meta: dict[str, Any], peers: list[PeerRow] | None = None) -> str:
@@ -351,12 +337,8 @@ def markdown(rows: list[Row], meta: dict[str, Any], peers: list[PeerRow] | None 
         f"{meta['components']:,} component rows scored{ingested}; env types "
         f"{', '.join(meta['env_types'])})",
         "",
-        "| " + " | ".join(HEADERS) + " |",
-        "|"
-        + "|".join("---" if h in ("stage", "what", "vs", "goal") else "---:" for h in HEADERS)
-        + "|",
+        *markdown_table(COLUMNS, rows),
     ]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in rows]
     lines += [
         "",
         *peer_markdown(peers or []),
@@ -376,11 +358,7 @@ def markdown(rows: list[Row], meta: dict[str, Any], peers: list[PeerRow] | None 
 
 def print_peer_table(console: Console, rows: list[PeerRow]) -> None:
     table = Table(title="issue 16: the pipeline against hand-written peers, same run")
-    for index, header in enumerate(PEER_HEADERS):
-        table.add_column(header, justify="right" if index in {2, 3, 5, 6, 7} else "left")
-    for row in rows:
-        table.add_row(*_peer_cells(row))
-    console.print(table)
+    console.print(fill_table(table, PEER_COLUMNS, rows))
 
 
 def print_table(console: Console, rows: list[Row], meta: dict[str, Any]) -> None:
@@ -388,13 +366,7 @@ def print_table(console: Console, rows: list[Row], meta: dict[str, Any]) -> None
         title=f"bench: N = {meta['n']:,} task runs, {meta['jsonl_mb']:.1f} MB JSON Lines",
         caption=f"peak RSS per stage process; {meta['machine']}",
     )
-    for header in HEADERS:
-        table.add_column(
-            header, justify="left" if header in ("stage", "what", "vs", "goal") else "right"
-        )
-    for row in rows:
-        table.add_row(*_cells(row))
-    console.print(table)
+    console.print(fill_table(table, COLUMNS, rows))
     if meta.get("rescore_breakdown"):
         console.print(f"rescore: {meta['rescore_breakdown']}", highlight=False)
 
