@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from pipeline import surface
 from pipeline.rubric import Rubric
+from pipeline.tasks import keys as task_keys
 from pipeline.tasks import score as task_score
 from schemas import checked, polars_schema
 from schemas.registry import LANDED, SCORED
@@ -44,11 +45,11 @@ FINDINGS = "findings"
 PHASES = "phases"
 
 # What each stage reads from the lake (and so what an engine must ship to it).
-TASK_RUN_COLUMNS: tuple[str, ...] = task_score.RUN_COLUMNS
+TASK_RUN_COLUMNS: tuple[str, ...] = task_keys.RUN_COLUMNS
 TASK_COMPONENT_FIELDS: tuple[str, ...] = tuple(
-    c for c in task_score.COMPONENT_COLUMNS if c != RUN_ID
+    c for c in task_keys.COMPONENT_COLUMNS if c != RUN_ID
 )
-TASK_PENALTY_FIELDS: tuple[str, ...] = tuple(c for c in task_score.PENALTY_COLUMNS if c != RUN_ID)
+TASK_PENALTY_FIELDS: tuple[str, ...] = tuple(c for c in task_keys.PENALTY_COLUMNS if c != RUN_ID)
 # score_surfaces selects these from surface_runs; findings are used whole.
 SURFACE_RUN_COLUMNS = ("run_id", "coverage_ran", "reported_overall", "reported_letter")
 SURFACE_FINDING_FIELDS: tuple[str, ...] = tuple(

@@ -18,14 +18,9 @@ from hypothesis import strategies as st
 
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.tasks.formulas import minimization_subscore
-from pipeline.tasks.score import (
-    ScoringInputError,
-    env_gates_frame,
-    repeatable_sum,
-    rubric_weights_frame,
-    score_tasks,
-    with_repeatable_sums,
-)
+from pipeline.tasks.keys import env_gates_frame, rubric_weights_frame
+from pipeline.tasks.score import ScoringInputError, score_tasks
+from pipeline.tasks.sums import repeatable_sum, with_repeatable_sums
 from schemas import checked, polars_schema
 from schemas.tasks import TaskComponentScore, TaskScore
 from tests.examples import examples
