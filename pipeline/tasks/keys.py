@@ -92,7 +92,7 @@ def with_component_names(frame: pl.LazyFrame, codes: pl.LazyFrame) -> pl.LazyFra
     return frame.join(codes, on=COMPONENT_CODE, how="left", maintain_order="left")
 
 
-# --- frames -----------------------------------------------------------------------------------
+# --- each run's context --------------------------------------------------------------------
 
 
 def run_context(runs: pl.LazyFrame, rubric: Rubric) -> pl.LazyFrame:

@@ -8,10 +8,15 @@ own weights are only used for ``*_as_graded``, to make a rescoring visible.
 The plan is joins and group_by aggregations only (no window functions, no
 ``collect``), so the caller can run it with ``collect(engine="streaming")``
 over tens of millions of component rows. Rows are keyed by integers standing for
-run_id and (run_id, component) (see "keys"), and every sum adds its terms in a
-fixed order, so both engines give the same bits on every run. Outputs are sorted
+run_id and (run_id, component) (``keys``), and every sum adds its terms in a fixed
+order (``sums``), so both engines give the same bits on every run. Outputs are sorted
 by their keys so that rescoring the same input under the same rubric writes
 identical files.
+
+The plan, in reading order: ``keys`` (the input columns, the rubric as frames, each
+run's context) -> ``components`` (every component rescored, the gates,
+TaskComponentScore) -> ``totals`` (per-run sums, score and passed, with the
+``anomalies``: TaskScore). ``score_tasks`` below wires them.
 
 Decisions where CONTRACT is silent (also in the README):
 
