@@ -26,7 +26,7 @@ from pipeline.rubric import Rubric, load_rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage import parts
 from pipeline.storage.store import LakeStore
-from pipeline.tasks import score as task_score
+from pipeline.tasks import keys as task_keys
 from pipeline.warehouse import connect_read_only
 from tools import simulate as sim
 
@@ -38,9 +38,9 @@ BATCHED_READ_BYTES = 2 * 1024**3
 SCAN_SQL = Path(__file__).resolve().parent / "scan_columns.sql"
 # The landed tables and columns score_tasks reads: the bare scan reads exactly these.
 SCANNED_COLUMNS = {
-    "task_runs": task_score.RUN_COLUMNS,
-    "task_components": task_score.COMPONENT_COLUMNS,
-    "task_penalties": task_score.PENALTY_COLUMNS,
+    "task_runs": task_keys.RUN_COLUMNS,
+    "task_components": task_keys.COMPONENT_COLUMNS,
+    "task_penalties": task_keys.PENALTY_COLUMNS,
 }
 
 

@@ -2,12 +2,13 @@
 
 Spark reads the landed parts, nests each run's components and penalties (each
 report's findings) into one row, and ``mapInArrow`` hands every Arrow batch to
-the pure stages of ``pipeline.engines.arrow_stages``, which call the very Polars
-functions the local engine calls. The scored rows are repartitioned by part and
+``pipeline.engines.arrow_stages``, which unnests it and runs the stage the local
+engine runs (``stage.score_tables``). The scored rows are repartitioned by part and
 written with ``partitionBy("part")`` into a scratch folder, so each part's
 scores are one file; the driver then splits each file into the lake's score
-tables and writes them through the caller's ``Transaction``, to exactly the
-paths the local engine uses (``scores/<rubric_key>/<table>/<part>.parquet``).
+tables, part by part, for the engine's writer (``engine.write_scores``), which
+writes them through the caller's ``Transaction`` to exactly the paths the local
+engine uses (``scores/<rubric_key>/<table>/<part>.parquet``).
 Until the transaction commits nothing is visible to the views; the scratch
 folder (``<lake>/_spark/``) is never globbed by them and is removed afterwards
 (or by the next Spark run, if a crash left it).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,11 +37,15 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from pipeline.engines import arrow_stages as stages
+from pipeline.engines.engine import DEFAULT_SPARK_MASTER, write_scores
+from pipeline.engines.stage import FAMILIES, Family
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
 
 PART = "part"
+# What each batch carries through the stage per run: the part it was landed in.
+CARRY = pl.Schema({PART: pl.String})
 SCRATCH = "_spark"
 APP_NAME = "agent-grades-scoring"
 # Runs per Arrow batch handed to a stage: Polars' fixed cost per call is paid
@@ -48,9 +54,6 @@ DEFAULT_BATCH_ROWS = 100_000
 # Spark's default of 200 shuffle partitions is for clusters; on one machine each
 # is a task with a fixed cost, for a few parts.
 LOCAL_SHUFFLE_PARTITIONS = 4
-
-TASK_TABLES = ("task_scores", "task_component_scores")
-SURFACE_TABLES = ("surface_scores", "surface_finding_scores", "surface_phase_scores")
 
 ArrowMapper = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
@@ -82,18 +85,15 @@ def _rubric_document(rubric: Rubric) -> dict[str, Any]:
     return {"rubric_id": rubric.rubric_id, **rubric.resolved}
 
 
-def _mapper(
-    stage: Callable[[pa.Table, Rubric, tuple[str, ...]], pa.Table],
-    rubric_document: dict[str, Any],
-    output: StructType,
-) -> ArrowMapper:
-    """What mapInArrow runs on an executor: every batch through one pure stage."""
+def _mapper(family: Family, rubric_document: dict[str, Any], output: StructType) -> ArrowMapper:
+    """What mapInArrow runs on an executor: every batch through the scoring stage."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rubric = parse_rubric(rubric_document)
         arrow_output = to_arrow_schema(output)
         for batch in batches:
-            scored = stage(pa.Table.from_batches([batch]), rubric, (PART,))
+            table = pa.Table.from_batches([batch])
+            scored = stages.score_batch(family, table, rubric, (PART,))
             yield from scored.cast(arrow_output).to_batches()
 
     return run
@@ -126,17 +126,19 @@ def _empty_list(spark: SparkSession, schema: StructType, column: str) -> Any:
     return F.lit(None).cast(schema[column].dataType)
 
 
-def _task_input(spark: SparkSession, lake: Path, parts: list[str]) -> DataFrame | None:
-    run_files = _files(lake, "task_runs", parts)
+def _input(spark: SparkSession, lake: Path, parts: list[str], family: Family) -> DataFrame | None:
+    """The batches of ``family``: a row per run of ``parts``, its children nested."""
+    run_files = _files(lake, family.runs, parts)
     if not run_files:
         return None
-    schema = _spark_schema(stages.task_input_schema(pl.Schema({PART: pl.String})))
-    runs = _with_part(spark.read.parquet(*run_files)).select(*stages.TASK_RUN_COLUMNS, PART)
-    for column, table, fields in (
-        (stages.COMPONENTS, "task_components", stages.TASK_COMPONENT_FIELDS),
-        (stages.PENALTIES, "task_penalties", stages.TASK_PENALTY_FIELDS),
-    ):
-        nested = _nested(spark, _files(lake, table, parts), column, fields)
+    schema = _spark_schema(stages.input_schema(family, CARRY))
+    run_columns = family.landed[family.runs]
+    runs = _with_part(spark.read.parquet(*run_files)).select(*run_columns, PART)
+    for table in family.children:
+        column = stages.NESTED[table]
+        nested = _nested(
+            spark, _files(lake, table, parts), column, stages.child_fields(family, table)
+        )
         runs = (
             runs.join(nested, on="run_id", how="left")
             if nested is not None
@@ -145,36 +147,10 @@ def _task_input(spark: SparkSession, lake: Path, parts: list[str]) -> DataFrame 
     return runs.select(*schema.fieldNames())
 
 
-def _surface_input(spark: SparkSession, lake: Path, parts: list[str]) -> DataFrame | None:
-    run_files = _files(lake, "surface_runs", parts)
-    if not run_files:
-        return None
-    schema = _spark_schema(stages.surface_input_schema(pl.Schema({PART: pl.String})))
-    runs = _with_part(spark.read.parquet(*run_files)).select(*stages.SURFACE_RUN_COLUMNS, PART)
-    nested = _nested(
-        spark,
-        _files(lake, "surface_findings", parts),
-        stages.FINDINGS,
-        stages.SURFACE_FINDING_FIELDS,
-    )
-    runs = (
-        runs.join(nested, on="run_id", how="left")
-        if nested is not None
-        else runs.withColumn(stages.FINDINGS, _empty_list(spark, schema, stages.FINDINGS))
-    )
-    return runs.select(*schema.fieldNames())
-
-
-def _score_to_scratch(
-    frame: DataFrame,
-    stage: Callable[[pa.Table, Rubric, tuple[str, ...]], pa.Table],
-    output_schema: pl.Schema,
-    rubric: Rubric,
-    target: Path,
-) -> None:
-    output = _spark_schema(output_schema)
+def _score_to_scratch(frame: DataFrame, family: Family, rubric: Rubric, target: Path) -> None:
+    output = _spark_schema(stages.output_schema(family, CARRY))
     scored = frame.repartition(PART).mapInArrow(
-        _mapper(stage, _rubric_document(rubric), output), output
+        _mapper(family, _rubric_document(rubric), output), output
     )
     # One partition per part (repartition by part) and partitionBy: one file per part.
     scored.write.mode("overwrite").partitionBy(PART).parquet(target.resolve().as_uri())
@@ -211,62 +187,70 @@ def _session(master: str, spark: SparkSession | None) -> Iterator[SparkSession]:
         session.stop()
 
 
+def scored_parts(
+    lake: Path,
+    rubric: Rubric,
+    parts: list[str],
+    master: str = DEFAULT_SPARK_MASTER,
+    *,
+    spark: SparkSession | None = None,
+) -> Iterator[tuple[str, dict[str, pl.DataFrame]]]:
+    """Score ``parts`` under ``rubric`` on Spark; then each part with its score tables.
+
+    The caller holds the lake's lock (as around ``jobs.score_locked``), so the scratch
+    folder is ours; it is removed once every part has been read back, or on failure.
+    """
+    if not parts:
+        return
+    store = LakeStore(lake)
+    root = lake / SCRATCH
+    # We hold the lock, so anything here is a dead run's leftover.
+    shutil.rmtree(root, ignore_errors=True)
+    scratch = root / uuid.uuid4().hex
+    try:
+        with _session(master, spark) as session:
+            for family in FAMILIES:
+                frame = _input(session, lake, parts, family)
+                if frame is not None:
+                    _score_to_scratch(frame, family, rubric, scratch / family.runs)
+        for part in parts:
+            yield part, _part_tables(store, scratch, part)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _part_tables(store: LakeStore, scratch: Path, part: str) -> dict[str, pl.DataFrame]:
+    """A part's score tables, read back from the scratch folder.
+
+    As the local engine: a part gets the score files of the families it holds (a landed
+    part whose runs all scored nothing still gets empty files).
+    """
+    tables: dict[str, pl.DataFrame] = {}
+    empty = stages.empty_tables()
+    for family in FAMILIES:
+        if store.has_part(family.runs, part):
+            files = _part_files(scratch / family.runs, part)
+            scored = stages.unnest_scores(family, pl.read_parquet(files)) if files else empty
+            tables |= {name: scored[name] for name in family.scores}
+    return tables
+
+
 def score_with_spark(
     lake: Path,
     rubric: Rubric,
     parts: list[str],
     tx: lk.Transaction,
-    master: str = "local[2]",
+    master: str = DEFAULT_SPARK_MASTER,
     *,
     spark: SparkSession | None = None,
 ) -> dict[str, int]:
     """Score ``parts`` under ``rubric`` on Spark; write every score table of every part
-    through ``tx``, where the local engine would; return row counts per table.
+    through ``tx``, where the local engine would; return row counts per table (every
+    task and surface table, 0 where none was written).
 
     The caller holds the lake's lock (as around ``jobs.score_locked``); ``tx``
     commits or aborts the result as one unit.
     """
-    counts = dict.fromkeys((*TASK_TABLES, *SURFACE_TABLES), 0)
-    if not parts:
-        return counts
-    store = LakeStore(lake)
-    root = lake / SCRATCH
-    # We hold the lock, so anything here is a dead run's leftover.
-    shutil.rmtree(root, ignore_errors=True)
-    scratch = root / tx.stage.name
-    try:
-        with _session(master, spark) as session:
-            inputs = (
-                ("tasks", _task_input, stages.score_task_batch, stages.task_output_schema),
-                (
-                    "surfaces",
-                    _surface_input,
-                    stages.score_surface_batch,
-                    stages.surface_output_schema,
-                ),
-            )
-            for kind, read, stage, output_schema in inputs:
-                frame = read(session, lake, parts)
-                if frame is not None:
-                    carry = pl.Schema({PART: pl.String})
-                    _score_to_scratch(frame, stage, output_schema(carry), rubric, scratch / kind)
-        families = (
-            ("task_runs", "tasks", TASK_TABLES, stages.unnest_task_scores),
-            ("surface_runs", "surfaces", SURFACE_TABLES, stages.unnest_surface_scores),
-        )
-        for part in parts:
-            # As the local engine: a part gets the score files of the families it holds
-            # (a landed part whose runs all scored nothing still gets empty files).
-            for runs_table, kind, names, unnest in families:
-                if not store.has_part(runs_table, part):
-                    continue
-                files = _part_files(scratch / kind, part)
-                empty = stages.empty_tables()
-                tables = unnest(pl.read_parquet(files)) if files else empty
-                for name in names:
-                    frame = tables[name]
-                    store.write_scores(tx, rubric.rubric_id, part, name, frame)
-                    counts[name] += frame.height
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    return counts
+    counts = dict.fromkeys((name for family in FAMILIES for name in family.scores), 0)
+    scored = scored_parts(lake, rubric, parts, master, spark=spark)
+    return counts | write_scores(LakeStore(lake), rubric, scored, tx, {}, len(parts))

@@ -1,5 +1,6 @@
 """The formulas of CONTRACT section 4 as named Polars expressions, and the anomalies a
-scored run is flagged with; ``score.py`` applies them to the landed tables.
+scored run is flagged with; ``score_tasks`` (``components``, ``totals``, ``anomalies``)
+applies them to the landed tables.
 """
 
 from __future__ import annotations

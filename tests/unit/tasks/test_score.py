@@ -6,29 +6,18 @@ summary_quality 0.1, target_calls 0.1; patch 0.25 each; audit 1.0.
 
 from __future__ import annotations
 
-import math
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pipeline.rubric import Rubric, parse_rubric
 from pipeline.tasks.formulas import minimization_subscore
-from pipeline.tasks.score import (
-    ScoringInputError,
-    env_gates_frame,
-    repeatable_sum,
-    rubric_weights_frame,
-    score_tasks,
-    with_repeatable_sums,
-)
+from pipeline.tasks.keys import env_gates_frame, rubric_weights_frame
+from pipeline.tasks.score import ScoringInputError, score_tasks
 from schemas import checked, polars_schema
 from schemas.tasks import TaskComponentScore, TaskScore
-from tests.examples import examples
 
 DEFAULT = parse_rubric({})
 EXPLOIT_ALL = {
@@ -610,56 +599,6 @@ def test_missing_input_column_is_named(task_frames: FramesFn, task_record: Recor
         score_tasks(
             frames.runs.drop("allow_unbounded"), frames.components, frames.penalties, DEFAULT
         )
-
-
-# --- repeatable sums --------------------------------------------------------------------------
-
-
-def _bits(value: float | None) -> int | None:
-    """A float's bit pattern: tells 0.0 from -0.0, and NaN from a number."""
-    return None if value is None else struct.unpack("<q", struct.pack("<d", value))[0]
-
-
-def test_repeatable_sums_add_in_ascending_order() -> None:
-    # Near 1e16 floats are 2 apart, so 1e16 + 1 and -1e16 + 1 round back to +-1e16.
-    frame = pl.LazyFrame(
-        {
-            "three": [[1e16, -1e16, 1.0], [0.5, 0.25, 0.125]],
-            "four": [[1e16, -1e16, 1.0, 1.0], [0.5, 0.25, 0.125, 0.0625]],
-        }
-    )
-    sums = with_repeatable_sums(frame, ["three", "four"]).collect()
-    # in list order (1e16 + -1e16) + 1 = 1.0; ascending (-1e16 + 1) + 1e16 = -1e16 + 1e16 = 0.0
-    # 0.125 + 0.25 + 0.5 = 0.875 (exact)
-    assert sums["three"].to_list() == [0.0, 0.875]
-    # in list order 0 + 1 + 1 = 2.0; ascending ((-1e16 + 1) + 1) + 1e16 = 0.0
-    # 0.0625 + 0.125 + 0.25 + 0.5 = 0.9375 (exact)
-    assert sums["four"].to_list() == [0.0, 0.9375]
-
-
-float_terms = st.one_of(
-    st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.3, 1.0, 1e16, -1e16, math.inf, -math.inf, math.nan]),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.none(),
-)
-
-
-@settings(max_examples=examples(200), deadline=None)
-@given(st.lists(st.lists(float_terms, max_size=6), min_size=1, max_size=30))
-def test_repeatable_sums_equal_sorting_bit_for_bit(lists: list[list[float | None]]) -> None:
-    frame = pl.LazyFrame({"terms": lists}, schema={"terms": pl.List(pl.Float64)})
-    expected = frame.select(repeatable_sum(pl.col("terms"))).collect()["terms"]
-    actual = with_repeatable_sums(frame, ["terms"]).collect()["terms"]
-    for got, want in zip(actual.to_list(), expected.to_list(), strict=True):
-        if want is not None and math.isnan(want):
-            assert got is not None and math.isnan(got)
-        elif want == 0.0:
-            # The sign of a zero sum (of an empty list, or of -0.0 terms) is not a property
-            # of the list: Polars' list.sum starts from -0.0 or 0.0 depending on whether the
-            # column holds nulls, and sorting may change that.
-            assert got == 0.0
-        else:
-            assert _bits(got) == _bits(want), (got, want)
 
 
 def test_components_sorted_by_name_within_run(

@@ -1,0 +1,93 @@
+"""Order-independent float sums: the same bits however a plan's rows arrive."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+# A compare-exchange network that sorts four values (Knuth, TAOCP vol. 3, 5.3.4).
+_SORT_FOUR = ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2))
+_NETWORK_WIDTH = 4
+
+
+def repeatable_sum(values: pl.Expr) -> pl.Expr:
+    """Σ of a list's values (nulls skipped), added in ascending order.
+
+    Float addition is not associative, and neither a hash join's output order nor a
+    streaming group_by's arrival order is fixed: a plain ``sum`` can differ in the last
+    bit between two runs of the same plan. Adding the few terms of each run in ascending
+    order makes a rescoring bit-for-bit repeatable. ``with_repeatable_sums`` computes the
+    same floats for whole columns, cheaply.
+    """
+    return values.list.sort().list.sum()
+
+
+def with_repeatable_sums(frame: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
+    """Each list column of ``columns`` replaced by its ``repeatable_sum``, bit for bit.
+
+    Sorting 200k short lists one by one costs more than everything else in the totals,
+    so only the lists that need it are sorted:
+
+    - two terms or fewer need no order (a + b == b + a);
+    - nor do terms that are all zeros (their sum is a zero in any order);
+    - three or four terms, without nulls or NaN, are put in order by a sorting network
+      of min/max over their elements, one column per element (a three-term list gets
+      +inf as its fourth). Each min or max returns one of its inputs, so the order is the
+      sort's and the sum the same float; min and max may both return the same one of
+      0.0 and -0.0, but swapping the signs of zero terms can only change a zero sum,
+      and one with a nonzero term is +0.0 either way.
+
+    The rest (longer lists, or with nulls or NaN, where min/max and sorting disagree)
+    are sorted. Only the sign of a zero sum may differ, and only with -0.0 terms or an
+    empty list: ``list.sum`` itself starts from -0.0 or 0.0 depending on whether the
+    column holds nulls anywhere, so that sign was never a property of the run.
+    """
+    width = _NETWORK_WIDTH
+    slots = {column: [f"_{column}_{index}" for index in range(width)] for column in columns}
+    staged: list[pl.Expr] = []
+    for column, names in slots.items():
+        values, length = pl.col(column), pl.col(column).list.len()
+        items = [values.list.get(index, null_on_oob=True) for index in range(width)]
+        pad = pl.when(length == width - 1).then(pl.lit(float("inf"))).otherwise(items[-1])
+        staged += [item.alias(name) for item, name in zip([*items[:-1], pad], names, strict=True)]
+        in_any_order = (length <= 2) | ((values.list.min() == 0.0) & (values.list.max() == 0.0))
+        networked = (
+            length.is_between(width - 1, width)
+            & pl.all_horizontal(item.is_not_null() for item in items[:-1])
+            & ((length == width - 1) | items[-1].is_not_null())
+            & ~values.list.sum().is_nan()
+        )
+        staged += [
+            in_any_order.fill_null(False).alias(f"_{column}_any_order"),
+            networked.alias(f"_{column}_networked"),
+        ]
+    frame = frame.with_columns(staged)
+    for low, high in _SORT_FOUR:
+        frame = frame.with_columns(
+            exchanged
+            for names in slots.values()
+            for exchanged in (
+                pl.min_horizontal(names[low], names[high]).alias(names[low]),
+                pl.max_horizontal(names[low], names[high]).alias(names[high]),
+            )
+        )
+    sums: list[pl.Expr] = []
+    flags: list[str] = []
+    for column, names in slots.items():
+        values, length = pl.col(column), pl.col(column).list.len()
+        any_order, networked = pl.col(f"_{column}_any_order"), pl.col(f"_{column}_networked")
+        first, second, third, fourth = (pl.col(name) for name in names)
+        # x + -0.0 == x for every float x: a three-term list adds nothing as its fourth.
+        last = pl.when(length == width).then(fourth).otherwise(pl.lit(-0.0))
+        sums.append(
+            pl.when(any_order)
+            .then(values.list.sum())
+            .when(networked)
+            .then(((first + second) + third) + last)
+            .otherwise(repeatable_sum(pl.when(~any_order & ~networked).then(values)))
+            .alias(column)
+        )
+        flags += [f"_{column}_any_order", f"_{column}_networked"]
+    temporary = [name for names in slots.values() for name in names]
+    return frame.with_columns(sums).drop(*temporary, *flags)
