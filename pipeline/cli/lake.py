@@ -43,7 +43,7 @@ def run(
     chosen = rubric_or_exit(rubric, lake)
     paths = inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
     from pipeline.jobs import commands as jobs
-    from pipeline.sources.files import Limits
+    from pipeline.sources.limits import Limits
 
     summary = jobs.run(paths, lake, chosen, Limits(max_record_bytes, max_depth))
     from pipeline.cli import printing
@@ -59,7 +59,7 @@ def ingest(
 ) -> None:
     """Validate and land graded runs; quarantine what is malformed."""
     from pipeline.jobs import commands as jobs
-    from pipeline.sources.files import Limits
+    from pipeline.sources.limits import Limits
 
     lake_or_exit(lake, may_create=True)
     paths = inputs_or_exit(inputs, lake)

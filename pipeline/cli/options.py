@@ -112,7 +112,7 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it."""
-    from pipeline.sources.files import INPUT_SUFFIXES, expand_inputs
+    from pipeline.sources.discover import INPUT_SUFFIXES, expand_inputs
 
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:

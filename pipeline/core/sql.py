@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipeline.sources.files import limit_from_env
+from pipeline.sources.limits import limit_from_env
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 

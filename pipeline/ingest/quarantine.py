@@ -9,7 +9,7 @@ from typing import ParamSpec, TypeVar
 
 import polars as pl
 
-from pipeline.sources.files import limit_from_env
+from pipeline.sources.limits import limit_from_env
 from schemas import polars_schema
 from schemas.tasks import Quarantine
 

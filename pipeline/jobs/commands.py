@@ -22,7 +22,7 @@ from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
 from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.files import Limits
+from pipeline.sources.limits import Limits
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore

@@ -15,7 +15,9 @@ from pipeline.jobs.earlier import landed_index
 from pipeline.jobs.land import Lander, file_notes
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import Rubric
-from pipeline.sources.files import DEFAULT_CHUNK_BYTES, Limits, iter_line_chunks, scan_inputs
+from pipeline.sources.chunks import iter_line_chunks
+from pipeline.sources.discover import scan_inputs
+from pipeline.sources.limits import DEFAULT_CHUNK_BYTES, Limits
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore

@@ -29,7 +29,7 @@ from pipeline.jobs.earlier import (
     earlier_runs,
     superseded_quarantine,
 )
-from pipeline.sources.files import Lines
+from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
 from pipeline.storage.store import LakeStore

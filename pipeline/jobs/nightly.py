@@ -22,7 +22,7 @@ from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport
 from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.files import scan_inputs
+from pipeline.sources.discover import scan_inputs
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore

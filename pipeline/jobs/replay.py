@@ -36,7 +36,8 @@ from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
 from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.files import LINE_SCHEMA, lines_of_text
+from pipeline.sources.lines import LINE_SCHEMA
+from pipeline.sources.problems import lines_of_text
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import lake_rubric
 from pipeline.storage.store import LakeStore
@@ -44,7 +45,7 @@ from pipeline.warehouse import build_warehouse
 from schemas import checked
 from schemas.tasks import QuarantineResolved
 
-# Reasons (from pipeline/sources/files.py) whose kept raw text is not the original line.
+# Reasons (sources/lines.py, sources/problems.py) whose kept raw text is not the original line.
 NOT_REPLAYABLE = (
     "line is not valid UTF-8",
     "record is ",

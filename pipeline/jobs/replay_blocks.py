@@ -29,7 +29,8 @@ from pipeline.ingest.batch import build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, keep_bad_lines_setting, row_lines
 from pipeline.jobs.earlier import RUN_TABLES, earlier_runs
-from pipeline.sources.files import Lines, iter_line_chunks
+from pipeline.sources.chunks import iter_line_chunks
+from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
 from pipeline.storage.store import LakeStore

@@ -31,7 +31,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from pipeline.sources.files import limit_from_env
+from pipeline.sources.limits import limit_from_env
 from pipeline.warehouse.file import WarehouseError, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}

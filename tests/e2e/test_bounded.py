@@ -34,7 +34,9 @@ from pipeline.jobs import commands as jobs
 from pipeline.jobs import land
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs
+from pipeline.sources.chunks import iter_line_chunks, read_lines
+from pipeline.sources.discover import scan_inputs
+from pipeline.sources.limits import Limits
 from pipeline.storage import lake as lk
 from pipeline.warehouse import warehouse_path
 from pipeline.warehouse.query import MEMORY_ENV as QUERY_MEMORY_ENV
@@ -226,7 +228,7 @@ def _peak_rss_of(code: str) -> int:
 def test_a_sparse_file_of_one_huge_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
     path = sparse_file(tmp_path, 1_000_000_000)
     code = (
-        "from pathlib import Path\nfrom pipeline.sources.files import iter_line_chunks\n"
+        "from pathlib import Path\nfrom pipeline.sources.chunks import iter_line_chunks\n"
         f"chunks = list(iter_line_chunks([Path({str(path)!r})]))\n"
         "assert chunks[0].frame['problem'][0].startswith('record is 1000000000 bytes')\n"
     )

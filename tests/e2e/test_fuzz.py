@@ -24,15 +24,15 @@ from pipeline.ingest.quarantine import DEFAULT_KEEP_BAD_LINES, quarantined_lines
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import (
+from pipeline.sources.limits import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_RECORD_BYTES,
     MAX_DEPTH_ENV,
     MAX_RECORD_BYTES_ENV,
     max_depth_setting,
     max_record_bytes_setting,
-    nesting_depth,
 )
+from pipeline.sources.problems import nesting_depth
 from pipeline.storage.lake import InputError
 from tests.examples import examples
 from tests.strategies import (

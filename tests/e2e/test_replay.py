@@ -21,7 +21,7 @@ from pipeline.jobs import commands as jobs
 from pipeline.jobs import land
 from pipeline.jobs.replay import replay_quarantine, unresolved
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import MAX_DEPTH_ENV, MAX_EXPANDED_BYTES_ENV, MAX_RECORD_BYTES_ENV
+from pipeline.sources.limits import MAX_DEPTH_ENV, MAX_EXPANDED_BYTES_ENV, MAX_RECORD_BYTES_ENV
 from tests.strategies import surface_report, task_record
 
 FUZZ_RUBRIC = {"task": {"fuzz": {"gate": "crash", "weights": {"crash": 0.5, "triage": 0.5}}}}

@@ -36,7 +36,7 @@ from pipeline.sources.inspect.extract import (
 from pipeline.storage.lake import InputError
 
 if TYPE_CHECKING:
-    from pipeline.sources.files import ReadLimits
+    from pipeline.sources.limits import ReadLimits
 
 EVAL_SUFFIX = ".eval"
 JSON_SUFFIX = ".json"
@@ -194,7 +194,7 @@ def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
 
 
 def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
-    from pipeline.sources.files import LINE_SCHEMA
+    from pipeline.sources.lines import LINE_SCHEMA
 
     return pl.DataFrame(
         {
@@ -209,7 +209,7 @@ def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
 
 
 def _unreadable(source: str, line: int, reason: str) -> pl.DataFrame:
-    from pipeline.sources.files import LINE_SCHEMA
+    from pipeline.sources.lines import LINE_SCHEMA
 
     return pl.DataFrame(
         {
@@ -237,7 +237,8 @@ def inspect_frames(
     whole); one that fails part way keeps the records read so far, and the rest is one
     entry after them. At most ``chunk_lines`` records are held at a time.
     """
-    from pipeline.sources.files import MAX_REPORT_BYTES_ENV, oversize_reason, source_name
+    from pipeline.sources.discover import source_name
+    from pipeline.sources.limits import MAX_REPORT_BYTES_ENV, oversize_reason
 
     source = source_name(path)
     chosen = mapping or InspectMapping()
