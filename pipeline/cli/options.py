@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from pipeline.core.settings import SettingError, Settings
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import is_lake, not_a_lake
 
@@ -100,6 +101,15 @@ def rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
     if conflict:
         raise usage_error(conflict, label="refused rubric")
     return rubric
+
+
+def settings_or_exit(**flags: int | None) -> Settings:
+    """The command's settings: the environment's, with the flags given on the command line;
+    a bad PIPELINE_* value exits 2 naming it, before any work."""
+    try:
+        return Settings.from_env().with_flags(**flags)
+    except SettingError as exc:
+        raise usage_error(str(exc), label="bad setting") from exc
 
 
 def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:

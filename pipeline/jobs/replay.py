@@ -27,6 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
@@ -213,14 +214,18 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
 
 
 def replay_quarantine(
-    lake: Path, rubric: Rubric | None = None, *, rescore: bool = True
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    rescore: bool = True,
+    settings: Settings | None = None,
 ) -> ReplayReport:
     """Re-ingest quarantined lines under ``rubric`` (else the lake's current one).
 
     With ``rescore``, what landed is scored and the warehouse refreshed, so
     the views show it at once.
     """
-    with lk.lake_lock(lake):
+    with use_settings(settings or current_settings()), lk.lake_lock(lake):
         prepare(lake)
         report = replay_locked(lake, rubric)
         if rescore:

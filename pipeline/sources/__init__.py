@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         scan_inputs,
         source_name,
     )
-    from pipeline.sources.limits import Limits, ReadLimits
+    from pipeline.sources.limits import ReadLimits
     from pipeline.sources.lines import LINE_SCHEMA, Lines
     from pipeline.sources.problems import lines_of_text, nesting_depth
 
@@ -37,7 +37,6 @@ _HOMES = {
     "expand_inputs": "discover",
     "scan_inputs": "discover",
     "source_name": "discover",
-    "Limits": "limits",
     "ReadLimits": "limits",
     "LINE_SCHEMA": "lines",
     "Lines": "lines",
@@ -49,7 +48,6 @@ __all__ = [
     "INPUT_SUFFIXES",
     "LINE_SCHEMA",
     "Inputs",
-    "Limits",
     "Lines",
     "ReadLimits",
     "expand_inputs",

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from pipeline.sources.limits import KEPT_PREFIX_BYTES, MAX_EXPANDED_BYTES_ENV
+from pipeline.core.settings import MAX_EXPANDED_BYTES_ENV
+from pipeline.sources.limits import KEPT_PREFIX_BYTES
 
 READ_BLOCK_BYTES = 16 * 1024 * 1024
 GZIP_MAGIC = b"\x1f\x8b"

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.settings import Settings, current_settings
 from pipeline.sources.blocks import Event, byte_blocks
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import InspectMapping
 from pipeline.sources.inspect.table import inspect_frames, is_inspect_log
-from pipeline.sources.limits import DEFAULT_CHUNK_BYTES, DEFAULT_CHUNK_LINES, Limits, ReadLimits
+from pipeline.sources.limits import DEFAULT_CHUNK_BYTES, DEFAULT_CHUNK_LINES, ReadLimits
 from pipeline.sources.lines import LINE_SCHEMA, LineCutter, Lines, report_frames
 from pipeline.sources.problems import with_problems
 
@@ -51,16 +52,16 @@ def iter_line_chunks(
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     chunk_lines: int = DEFAULT_CHUNK_LINES,
-    limits: Limits | None = None,
+    settings: Settings | None = None,
     inspect: InspectMapping | None = None,
 ) -> Iterator[Lines]:
     """Every line of every file, numbered, in chunks; always at least one chunk.
 
-    A chunk holds at most chunk_bytes of input and chunk_lines lines. Limits
-    left as None come from the environment, else the defaults. ``inspect`` is the
-    rubric's ``[sources.inspect]`` mapping for Inspect AI logs.
+    A chunk holds at most chunk_bytes of input and chunk_lines lines. The record
+    limits are ``settings``', else the running command's (pipeline/core/settings.py).
+    ``inspect`` is the rubric's ``[sources.inspect]`` mapping for Inspect AI logs.
     """
-    resolved = ReadLimits.resolve(limits, chunk_bytes, chunk_lines)
+    resolved = ReadLimits.of(settings or current_settings(), chunk_bytes, chunk_lines)
     pending: list[pl.DataFrame] = []
     pending_bytes = pending_lines = 0
     pending_files: list[str] = []
@@ -99,9 +100,9 @@ def iter_line_chunks(
         yield flush()
 
 
-def read_lines(files: Sequence[Path], limits: Limits | None = None) -> Lines:
+def read_lines(files: Sequence[Path], settings: Settings | None = None) -> Lines:
     """Every line of every file in one frame (for small inputs and tests)."""
-    chunks = list(iter_line_chunks(files, limits=limits))
+    chunks = list(iter_line_chunks(files, settings=settings))
     return Lines(
         frame=pl.concat([c.frame for c in chunks]),
         files=[f for c in chunks for f in c.files],

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.sources.limits import (
-    KEPT_PREFIX_CHARS,
+from pipeline.core.settings import (
     MAX_DEPTH_ENV,
     MAX_RECORD_BYTES_ENV,
     MAX_REPORT_BYTES_ENV,
-    OVERSIZE_REASON,
-    ReadLimits,
+    Settings,
+    current_settings,
 )
+from pipeline.sources.limits import KEPT_PREFIX_CHARS, OVERSIZE_REASON, ReadLimits
 from pipeline.sources.lines import Lines
 
 # A JSON string literal, escapes included: brackets inside one do not nest.
@@ -81,8 +81,12 @@ def with_problems(raw: pl.DataFrame, first_row: int, limits: ReadLimits) -> pl.D
     )
 
 
-def lines_of_text(raw: pl.DataFrame, files: Sequence[str]) -> Lines:
-    """Lines already read (LINE_SCHEMA rows), checked against the limits like any input."""
+def lines_of_text(
+    raw: pl.DataFrame, files: Sequence[str], settings: Settings | None = None
+) -> Lines:
+    """Lines already read (LINE_SCHEMA rows), checked against the limits like any input
+    (``settings``', else the running command's)."""
     # CRLF: the carriage return belongs to the line ending, as when a file is read.
     stripped = raw.with_columns(pl.col("raw").str.strip_suffix("\r"))
-    return Lines(frame=with_problems(stripped, 0, ReadLimits.resolve()), files=list(files))
+    limits = ReadLimits.of(settings or current_settings())
+    return Lines(frame=with_problems(stripped, 0, limits), files=list(files))
