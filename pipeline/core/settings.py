@@ -147,6 +147,13 @@ class Settings:
         "A `query` running longer is interrupted (exit 1): an endless recursive CTE ran on before.",
     )
 
+    def __post_init__(self) -> None:
+        low = [
+            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name) < 1
+        ]
+        if low:
+            raise SettingError(f"{', '.join(low)}: expected a whole number >= 1")
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Each setting from its variable, else its default; SettingError names every bad one."""

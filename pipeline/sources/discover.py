@@ -63,10 +63,6 @@ def source_name(path: Path) -> str:
     return str(path.resolve())
 
 
-def is_input_file(path: Path) -> bool:
-    return path.is_file() and path.name.endswith(INPUT_SUFFIXES)
-
-
 def scan_inputs(inputs: Sequence[Path], lake: Path | None = None) -> Inputs:
     """Files as given; directories as every input file below them, in sorted order.
 

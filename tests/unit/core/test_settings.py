@@ -65,6 +65,11 @@ def test_every_bad_value_is_named_in_the_one_error() -> None:
         Settings.from_env({MAX_DEPTH_ENV: "x", QUERY_SECONDS_ENV: "0"})
 
 
+def test_settings_built_in_code_are_held_to_the_same_bound() -> None:
+    with pytest.raises(SettingError, match="max_depth=0: expected a whole number >= 1"):
+        Settings(max_depth=0)
+
+
 def test_a_flag_given_wins_over_the_variable_and_one_not_given_does_not() -> None:
     from_env = Settings.from_env({MAX_DEPTH_ENV: "5", MAX_RECORD_BYTES_ENV: "100"})
     chosen = from_env.with_flags(max_depth=7, max_record_bytes=None)
