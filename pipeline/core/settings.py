@@ -24,7 +24,8 @@ from typing import Any
 MIB = 1024**2
 GIB = 1024**3
 # Variables that are not settings (see the module's docstring).
-TEST_HOOKS = ("PIPELINE_CRASH_AT",)
+CRASH_AT_ENV = "PIPELINE_CRASH_AT"
+TEST_HOOKS = (CRASH_AT_ENV,)
 _WHOLE = re.compile(r"[0-9]+")
 # The variables: messages name them ("the limit is PIPELINE_MAX_DEPTH"), tests set them.
 MAX_RECORD_BYTES_ENV = "PIPELINE_MAX_RECORD_BYTES"
