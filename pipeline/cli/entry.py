@@ -1,7 +1,7 @@
 """The command line (CONTRACT section 7): one typer app over the command modules
 (``lake``, ``comparison``, ``query``), and the one place failures become exit codes.
 
-Exit codes: 0 done (quarantined records are not an error); 2 bad usage or a
+Exit codes: 0 done (quarantined records are not an error); 2 bad usage, a bad setting or a
 refused rubric, before any work; 1 anything else that failed.
 """
 
