@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from tools.generated import with_generated
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "pipeline" / "sql" / "schema.yml"
 DOCS = ROOT / "docs" / "warehouse.md"
@@ -116,11 +118,7 @@ def dictionary(models: list[ModelDoc]) -> str:
 
 def with_dictionary(text: str, models: list[ModelDoc]) -> str:
     """``text`` (docs/warehouse.md) with the part between the markers generated anew."""
-    if text.count(BEGIN) != 1 or text.count(END) != 1:
-        raise SchemaDocError(f"{DOCS.name} must hold the markers {BEGIN!r} and {END!r} once each")
-    head, rest = text.split(BEGIN)
-    _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n\n{dictionary(models)}\n{END}{tail}"
+    return with_generated(text, BEGIN, END, dictionary(models), DOCS.name)
 
 
 def _quoted(name: str) -> str:

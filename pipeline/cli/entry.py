@@ -1,7 +1,7 @@
 """The command line (CONTRACT section 7): one typer app over the command modules
 (``lake``, ``comparison``, ``query``), and the one place failures become exit codes.
 
-Exit codes: 0 done (quarantined records are not an error); 2 bad usage or a
+Exit codes: 0 done (quarantined records are not an error); 2 bad usage, a bad setting or a
 refused rubric, before any work; 1 anything else that failed.
 """
 
@@ -20,6 +20,7 @@ from typer.core import TyperGroup
 
 from pipeline.cli import comparison, lake, query
 from pipeline.cli.options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, errors
+from pipeline.core.settings import SettingError
 from pipeline.core.stages import set_track
 from pipeline.storage.lake import InputError, LakeBusyError, StateFileError
 
@@ -59,6 +60,10 @@ def _failure_code(exc: Exception) -> int:
     if isinstance(exc, typer.Abort):
         errors.print("[bold red]aborted[/]", highlight=False)
         return EXIT_FAILED
+    if isinstance(exc, SettingError):
+        # Resolved below a command's entry (a library path the CLI did not foresee).
+        errors.print(f"[bold red]bad setting:[/] {escape(str(exc))}", highlight=False)
+        return EXIT_USAGE
     if isinstance(exc, LakeBusyError):
         errors.print(f"[bold red]busy:[/] {escape(str(exc))}", highlight=False)
         return EXIT_FAILED

@@ -26,6 +26,7 @@ from pipeline.cli.options import (
     inputs_or_exit,
     lake_or_exit,
     rubric_or_exit,
+    settings_or_exit,
     usage_error,
 )
 from pipeline.storage.lake import DEFAULT_LAKE
@@ -39,13 +40,13 @@ def run(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
+    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
     lake_or_exit(lake, may_create=True)
     chosen = rubric_or_exit(rubric, lake)
     paths = inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
     from pipeline.jobs import commands as jobs
-    from pipeline.sources.files import Limits
 
-    summary = jobs.run(paths, lake, chosen, Limits(max_record_bytes, max_depth))
+    summary = jobs.run(paths, lake, chosen, settings)
     from pipeline.cli import printing
 
     printing.print_run_summary(console, summary, lake)
@@ -59,11 +60,11 @@ def ingest(
 ) -> None:
     """Validate and land graded runs; quarantine what is malformed."""
     from pipeline.jobs import commands as jobs
-    from pipeline.sources.files import Limits
 
+    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
     lake_or_exit(lake, may_create=True)
     paths = inputs_or_exit(inputs, lake)
-    report = jobs.ingest(paths, lake, limits=Limits(max_record_bytes, max_depth))
+    report = jobs.ingest(paths, lake, settings=settings)
     from pipeline.cli import printing
 
     printing.print_ingest_report(console, report)
@@ -87,6 +88,7 @@ def score(
         raise usage_error("--json needs --dry-run (a real rescoring prints its summary)")
     if dry_run and engine is not Engine.local:
         raise usage_error("--dry-run scores here; it does not take --engine spark")
+    settings = settings_or_exit()
     runner = engine_or_exit(engine, spark_master)
     lake_or_exit(lake)
     chosen = rubric_or_exit(rubric, lake)
@@ -94,10 +96,10 @@ def score(
     from pipeline.jobs import commands as jobs
 
     if dry_run:
-        diff = jobs.dry_run(lake, chosen)
+        diff = jobs.dry_run(lake, chosen, settings)
         printing.print_rescore_diff(console, diff, as_json=as_json)
         return
-    result = jobs.score(lake, chosen, engine=runner)
+    result = jobs.score(lake, chosen, engine=runner, settings=settings)
     printing.print_score_result(console, result)
 
 
@@ -109,6 +111,7 @@ def nightly(
     spark_master: SparkMasterOption = None,
 ) -> None:
     """Land new inbox files, score them, rescore all history when the rubric changed."""
+    settings = settings_or_exit()
     runner = engine_or_exit(engine, spark_master)
     lake_or_exit(lake)
     chosen = rubric_or_exit(rubric, lake)
@@ -116,7 +119,7 @@ def nightly(
     from pipeline.cli import printing
     from pipeline.jobs import nightly as job
 
-    summary = job.nightly(inbox, lake, chosen, engine=runner)
+    summary = job.nightly(inbox, lake, chosen, engine=runner, settings=settings)
     printing.print_nightly_summary(console, summary)
 
 
@@ -146,12 +149,13 @@ def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:
 
 def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = None) -> None:
     """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
+    settings = settings_or_exit()
     lake_or_exit(lake)
     chosen = rubric_or_exit(rubric, lake)
     from pipeline.cli import printing
     from pipeline.jobs import replay
 
-    report = replay.replay_quarantine(lake, chosen)
+    report = replay.replay_quarantine(lake, chosen, settings=settings)
     if report.scored is not None:
         change = printing.rubric_change_line(
             report.scored.rubric_before,

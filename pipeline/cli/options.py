@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from pipeline.core.settings import SettingError, Settings
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import is_lake, not_a_lake
 
@@ -102,6 +103,15 @@ def rubric_or_exit(given: str | None, lake: Path) -> Rubric | None:
     return rubric
 
 
+def settings_or_exit(**flags: int | None) -> Settings:
+    """The command's settings: the environment's, with the flags given on the command line;
+    a bad PIPELINE_* value exits 2 naming it, before any work."""
+    try:
+        return Settings.from_env().with_flags(**flags)
+    except SettingError as exc:
+        raise usage_error(str(exc), label="bad setting") from exc
+
+
 def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
     """A lake that exists (or, for run and ingest, may be created there), else exit 2."""
     problem = not_a_lake(lake, may_create=may_create)
@@ -112,7 +122,7 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it."""
-    from pipeline.sources.files import INPUT_SUFFIXES, expand_inputs
+    from pipeline.sources.discover import INPUT_SUFFIXES, expand_inputs
 
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:

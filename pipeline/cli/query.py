@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from pipeline.cli.options import EXIT_FAILED, LakeOption, console, errors, lake_or_exit, usage_error
+from pipeline.cli.options import (
+    EXIT_FAILED,
+    LakeOption,
+    console,
+    errors,
+    lake_or_exit,
+    settings_or_exit,
+    usage_error,
+)
 from pipeline.storage.lake import DEFAULT_LAKE
 
 if TYPE_CHECKING:
@@ -93,13 +101,14 @@ def query(
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2)."""
     chosen = _query_format(output, as_json, as_csv)
+    settings = settings_or_exit()
     lake_or_exit(lake)
     from pipeline.warehouse import WarehouseError
     from pipeline.warehouse import query as q
 
     rows = max_rows or q.DEFAULT_MAX_ROWS
     try:
-        results = list(q.run_query(lake, sql, q.QueryLimits(max_rows=rows)))
+        results = list(q.run_query(lake, sql, q.QueryLimits(rows, settings)))
     except WarehouseError as exc:
         # No warehouse there (or --lake names a file): the --lake given is not a lake.
         raise usage_error(_one_line(exc)) from exc

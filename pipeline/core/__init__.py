@@ -1,1 +1,2 @@
-"""Small shared pieces: Polars expression helpers, JSON-safe output, the SQL loader."""
+"""Small shared pieces: the settings (every PIPELINE_* limit, declared once), Polars
+expression helpers, JSON-safe output, the SQL loader."""

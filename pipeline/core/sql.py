@@ -5,7 +5,6 @@ Frames are handed to DuckDB as Arrow-backed views; values never enter SQL text.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipeline.sources.files import limit_from_env
+from pipeline.core.settings import current_settings
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 
@@ -39,20 +38,11 @@ def in_batches(frame: pl.DataFrame, rows: int = BATCH_ROWS) -> pl.DataFrame:
     )
 
 
-# What DuckDB may use per pipeline connection (ingest, scoring): past it a query fails
-# with an out-of-memory error, which fails that input file alone (jobs._Lander). The
-# genuine 600-tool mcp-xray report (21.5 MB) needs just over 2 GiB inside DuckDB.
-DEFAULT_MEMORY_BYTES = 4 * 1024**3
-MEMORY_ENV = "PIPELINE_DUCKDB_MEMORY_BYTES"
-THREADS_ENV = "PIPELINE_DUCKDB_THREADS"
-
-
 def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
-    """memory_limit and threads from PIPELINE_DUCKDB_MEMORY_BYTES (4 GiB) and
-    PIPELINE_DUCKDB_THREADS (the machine's cores)."""
-    memory = limit_from_env(MEMORY_ENV, DEFAULT_MEMORY_BYTES)
-    threads = limit_from_env(THREADS_ENV, os.cpu_count() or 1)
-    return {"memory_limit": f"{memory}B", "threads": threads}
+    """memory_limit and threads of the running command's settings: past the memory a
+    query fails with an out-of-memory error, which fails that input file alone."""
+    settings = current_settings()
+    return {"memory_limit": f"{settings.duckdb_memory_bytes}B", "threads": settings.duckdb_threads}
 
 
 def connect() -> duckdb.DuckDBPyConnection:

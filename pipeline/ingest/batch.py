@@ -19,7 +19,7 @@ from pipeline import surface
 from pipeline.core.sql import connect
 from pipeline.ingest.classify import classify
 from pipeline.ingest.quarantine import quarantine_rows
-from pipeline.sources.files import Lines
+from pipeline.sources.lines import Lines
 from pipeline.tasks.parse import accepted_keys, task_tables
 from schemas import checked
 from schemas.tasks import Quarantine

@@ -9,13 +9,8 @@ from typing import ParamSpec, TypeVar
 
 import polars as pl
 
-from pipeline.sources.files import limit_from_env
 from schemas import polars_schema
 from schemas.tasks import Quarantine
-
-# Bad lines of one file kept with their raw text; the rest become counted blocks.
-DEFAULT_KEEP_BAD_LINES = 1000
-KEEP_BAD_LINES_ENV = "PIPELINE_KEEP_BAD_LINES"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -54,11 +49,6 @@ class FileFailure(Exception):
     def __init__(self, cause: BaseException) -> None:
         first = (str(cause).strip().splitlines() or [""])[0][:FAILURE_TEXT_CHARS]
         super().__init__(f"{type(cause).__name__}: {first}" if first else type(cause).__name__)
-
-
-def keep_bad_lines_setting() -> int:
-    """PIPELINE_KEEP_BAD_LINES, else 1000: bad lines per file kept with their raw text."""
-    return limit_from_env(KEEP_BAD_LINES_ENV, DEFAULT_KEEP_BAD_LINES)
 
 
 def compact_quarantine(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.engines import Engine, LocalEngine
 from pipeline.engines.local import score_part
 from pipeline.jobs.ingest import ingest_locked
@@ -22,7 +23,6 @@ from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
 from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.files import Limits
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
@@ -37,7 +37,7 @@ def ingest(
     inputs: Sequence[Path],
     lake: Path,
     rubric: Rubric | None = None,
-    limits: Limits | None = None,
+    settings: Settings | None = None,
 ) -> IngestReport:
     """Land every readable record of ``inputs``; account for every line.
 
@@ -45,29 +45,35 @@ def ingest(
     once, so the lake never holds a run without a current score (`pipeline
     check`); the rubric itself changes only through an explicit ``--rubric``.
     """
-    report, scored = _ingest_and_score(inputs, lake, rubric, limits)
+    report, scored = _ingest_and_score(inputs, lake, rubric, settings)
     report.scored = scored
     return report
 
 
 def _ingest_and_score(
-    inputs: Sequence[Path], lake: Path, rubric: Rubric | None, limits: Limits | None
+    inputs: Sequence[Path], lake: Path, rubric: Rubric | None, settings: Settings | None
 ) -> tuple[IngestReport, ScoreResult]:
     """Under the lock: mend the lake, land ``inputs``, score what is new, refresh the views."""
-    with lk.lake_lock(lake):
+    with use_settings(settings or current_settings()) as limits, lk.lake_lock(lake):
         notes = prepare(lake)
         chosen = lake_rubric(lake, rubric)
-        report = ingest_locked(inputs, lake, chosen, limits=limits)
+        report = ingest_locked(inputs, lake, chosen, settings=limits)
         report.notes = notes + report.notes
         scored = score_locked(lake, chosen, full=False)
         build_warehouse(lake, chosen.rubric_id)
     return report, scored
 
 
-def score(lake: Path, rubric: Rubric | None = None, *, engine: Engine | None = None) -> ScoreResult:
+def score(
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    engine: Engine | None = None,
+    settings: Settings | None = None,
+) -> ScoreResult:
     """Rescore everything under ``rubric`` (None: the lake's), make it current, refresh
     the warehouse."""
-    with lk.lake_lock(lake):
+    with use_settings(settings or current_settings()), lk.lake_lock(lake):
         notes = prepare(lake)
         chosen = lake_rubric(lake, rubric)
         result = score_locked(lake, chosen, full=True, engine=engine or LocalEngine())
@@ -76,9 +82,11 @@ def score(lake: Path, rubric: Rubric | None = None, *, engine: Engine | None = N
         return result
 
 
-def dry_run(lake: Path, rubric: Rubric | None = None) -> RescoreDiff:
+def dry_run(
+    lake: Path, rubric: Rubric | None = None, settings: Settings | None = None
+) -> RescoreDiff:
     """Score every part under ``rubric`` in memory and diff it against the current scores."""
-    with lk.lake_lock(lake):
+    with use_settings(settings or current_settings()), lk.lake_lock(lake):
         prepare(lake)
         before = current_rubric(lake)
         rubric = lake_rubric(lake, rubric)
@@ -105,11 +113,11 @@ def run(
     inputs: Sequence[Path],
     lake: Path,
     rubric: Rubric | None = None,
-    limits: Limits | None = None,
+    settings: Settings | None = None,
 ) -> RunSummary:
     """Ingest, score what is new (everything, when the rubric changed), refresh the views.
 
     Without a rubric the lake's own is used, so a plain run never undoes a rubric change.
     """
-    report, scored = _ingest_and_score(inputs, lake, rubric, limits)
+    report, scored = _ingest_and_score(inputs, lake, rubric, settings)
     return RunSummary(ingest=report, score=scored, warehouse=warehouse_path(lake))

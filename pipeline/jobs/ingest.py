@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.compare import regressions as version_regressions
+from pipeline.core.settings import Settings, current_settings
 from pipeline.core.stages import progress
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import unterminated_notes
@@ -15,7 +16,9 @@ from pipeline.jobs.earlier import landed_index
 from pipeline.jobs.land import Lander, file_notes
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import Rubric
-from pipeline.sources.files import DEFAULT_CHUNK_BYTES, Limits, iter_line_chunks, scan_inputs
+from pipeline.sources.chunks import iter_line_chunks
+from pipeline.sources.discover import scan_inputs
+from pipeline.sources.limits import DEFAULT_CHUNK_BYTES
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
@@ -27,7 +30,7 @@ def ingest_locked(
     rubric: Rubric | None = None,
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-    limits: Limits | None = None,
+    settings: Settings | None = None,
     extra_state: dict[str, object] | None = None,
     refresh_regressions: bool = False,
 ) -> IngestReport:
@@ -41,6 +44,7 @@ def ingest_locked(
     add a version and so change which versions are consecutive.
     """
     started = time.perf_counter()
+    chosen = settings or current_settings()
     env_rubric = lake_rubric(lake, rubric)
     store = LakeStore(lake)
     batch_id = lk.new_batch_id()
@@ -49,9 +53,11 @@ def ingest_locked(
     known = evolution.known_names(lake)
     with lk.Transaction(lake) as tx:
         envs = sorted(env_rubric.task.envs)
-        lander = Lander(store, tx, envs, batch_id, landed_index(store))
+        lander = Lander(
+            store, tx, envs, batch_id, landed_index(store), keep_bad_lines=chosen.keep_bad_lines
+        )
         chunks = iter_line_chunks(
-            files, chunk_bytes=chunk_bytes, limits=limits, inspect=env_rubric.inspect
+            files, chunk_bytes=chunk_bytes, settings=chosen, inspect=env_rubric.inspect
         )
         for lines in progress(chunks, "ingesting"):
             lander.land(lines)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from pipeline.core.settings import current_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import Deduped, dedupe, dedupe_failed
@@ -18,7 +19,6 @@ from pipeline.ingest.quarantine import (
     compact_quarantine,
     failed_block,
     guarded,
-    keep_bad_lines_setting,
     quarantined_lines,
     row_lines,
 )
@@ -29,7 +29,7 @@ from pipeline.jobs.earlier import (
     earlier_runs,
     superseded_quarantine,
 )
-from pipeline.sources.files import Lines
+from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
 from pipeline.storage.store import LakeStore
@@ -66,7 +66,7 @@ class Lander:
     failed: dict[str, str] = field(default_factory=dict)
     # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
     kept: dict[str, int] = field(default_factory=dict)
-    keep_bad_lines: int = field(default_factory=keep_bad_lines_setting)
+    keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
 
     def land(self, lines: Lines) -> None:

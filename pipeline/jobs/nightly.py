@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.core.stages import timed
 from pipeline.engines import Engine
 from pipeline.jobs.check import check_lake_locked
@@ -22,7 +23,7 @@ from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport
 from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.files import scan_inputs
+from pipeline.sources.discover import scan_inputs
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
@@ -98,12 +99,13 @@ def nightly(
     rubric: Rubric | None = None,
     *,
     engine: Engine | None = None,
+    settings: Settings | None = None,
 ) -> NightlySummary:
     """One nightly pass over ``inbox`` under ``rubric`` (None: the lake's own, so a nightly
     job never undoes an analyst's rubric change); see the module docstring."""
     started = datetime.now(UTC)
     seconds: dict[str, float] = {}
-    with lk.lake_lock(lake):
+    with use_settings(settings or current_settings()), lk.lake_lock(lake):
         notes = prepare(lake)
         with timed(seconds, "scan"):
             scanned = scan_inputs([inbox], lake)

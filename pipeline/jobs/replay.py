@@ -27,6 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
@@ -36,7 +37,8 @@ from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
 from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.files import LINE_SCHEMA, lines_of_text
+from pipeline.sources.lines import LINE_SCHEMA
+from pipeline.sources.problems import lines_of_text
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import lake_rubric
 from pipeline.storage.store import LakeStore
@@ -44,7 +46,7 @@ from pipeline.warehouse import build_warehouse
 from schemas import checked
 from schemas.tasks import QuarantineResolved
 
-# Reasons (from pipeline/sources/files.py) whose kept raw text is not the original line.
+# Reasons (sources/lines.py, sources/problems.py) whose kept raw text is not the original line.
 NOT_REPLAYABLE = (
     "line is not valid UTF-8",
     "record is ",
@@ -212,14 +214,18 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
 
 
 def replay_quarantine(
-    lake: Path, rubric: Rubric | None = None, *, rescore: bool = True
+    lake: Path,
+    rubric: Rubric | None = None,
+    *,
+    rescore: bool = True,
+    settings: Settings | None = None,
 ) -> ReplayReport:
     """Re-ingest quarantined lines under ``rubric`` (else the lake's current one).
 
     With ``rescore``, what landed is scored and the warehouse refreshed, so
     the views show it at once.
     """
-    with lk.lake_lock(lake):
+    with use_settings(settings or current_settings()), lk.lake_lock(lake):
         prepare(lake)
         report = replay_locked(lake, rubric)
         if rescore:

@@ -25,11 +25,13 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.settings import current_settings
 from pipeline.ingest.batch import build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
-from pipeline.ingest.quarantine import compact_quarantine, keep_bad_lines_setting, row_lines
+from pipeline.ingest.quarantine import compact_quarantine, row_lines
 from pipeline.jobs.earlier import RUN_TABLES, earlier_runs
-from pipeline.sources.files import Lines, iter_line_chunks
+from pipeline.sources.chunks import iter_line_chunks
+from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
 from pipeline.storage.store import LakeStore
@@ -136,7 +138,9 @@ class BlockReplay:
             {"source": list(self.kept), "kept": list(self.kept.values())},
             schema={"source": pl.String, "kept": pl.Int64},
         )
-        failing = compact_quarantine(result.batch.quarantine, kept, keep_bad_lines_setting())
+        failing = compact_quarantine(
+            result.batch.quarantine, kept, current_settings().keep_bad_lines
+        )
         per_file = failing.filter(pl.col("raw").is_not_null()).group_by("source").len()
         for source, count in zip(per_file["source"], per_file["len"], strict=True):
             self.kept[source] = self.kept.get(source, 0) + count

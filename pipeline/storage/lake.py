@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core.settings import CRASH_AT_ENV
+
 # polars is imported where a frame is built, so that `python -m pipeline --help` (which
 # imports this module for its errors and default lake) starts without it.
 if TYPE_CHECKING:
@@ -69,7 +71,6 @@ RUBRIC_TABLES = (VERSION_REGRESSIONS,)
 
 # Fault injection for the crash tests: with PIPELINE_CRASH_AT=N the process
 # kills itself (SIGKILL, as kill -9 would) at the N-th file write or move.
-CRASH_AT_ENV = "PIPELINE_CRASH_AT"
 _io_steps = itertools.count(1)
 
 

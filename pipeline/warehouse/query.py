@@ -24,14 +24,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 
-from pipeline.sources.files import limit_from_env
+from pipeline.core.settings import QUERY_SECONDS_ENV, Settings, current_settings
 from pipeline.warehouse.file import WarehouseError, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
@@ -45,31 +45,15 @@ EXPLAIN_COLUMNS = ("explain_key", "explain_value")
 SIGNIFICANT_DIGITS = 4
 ROUND_WHOLE_FROM = 10_000
 NULL_TEXT = "NULL"
-DEFAULT_MEMORY_BYTES = 2 * 1024**3
-DEFAULT_THREADS = 2
-DEFAULT_SECONDS = 300
-MEMORY_ENV = "PIPELINE_QUERY_MEMORY_BYTES"
-THREADS_ENV = "PIPELINE_QUERY_THREADS"
-SECONDS_ENV = "PIPELINE_QUERY_SECONDS"
 STREAM_BATCH_ROWS = 2048
 
 
 @dataclass(frozen=True)
 class QueryLimits:
-    """What one ``query`` may use; None takes the environment variable, then the default."""
+    """What one ``query`` may use: rows from the command line, the rest from settings."""
 
     max_rows: int = DEFAULT_MAX_ROWS
-    memory_bytes: int | None = None
-    threads: int | None = None
-    seconds: int | None = None
-
-    def resolved(self) -> tuple[int, int, int]:
-        """memory bytes, threads, seconds."""
-        return (
-            self.memory_bytes or limit_from_env(MEMORY_ENV, DEFAULT_MEMORY_BYTES),
-            self.threads or limit_from_env(THREADS_ENV, DEFAULT_THREADS),
-            self.seconds or limit_from_env(SECONDS_ENV, DEFAULT_SECONDS),
-        )
+    settings: Settings = field(default_factory=current_settings)
 
 
 # What a query that runs can still fail with (a missing column, a refused file).
@@ -148,8 +132,11 @@ def connect_confined(lake: Path, limits: QueryLimits | None = None) -> duckdb.Du
         raise WarehouseError(
             f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"
         )
-    memory, threads, _ = (limits or QueryLimits()).resolved()
-    config: dict[str, str | int | bool] = {"memory_limit": f"{memory}B", "threads": threads}
+    chosen = (limits or QueryLimits()).settings
+    config: dict[str, str | int | bool] = {
+        "memory_limit": f"{chosen.query_memory_bytes}B",
+        "threads": chosen.query_threads,
+    }
     return duckdb.connect(str(path), read_only=True, config={**config, **CONFINED})
 
 
@@ -175,7 +162,7 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
     """Results of each statement of ``sql``; refused as a whole if any would write."""
     chosen = limits or QueryLimits()
     statements = check_read_only(sql)
-    _, _, seconds = chosen.resolved()
+    seconds = chosen.settings.query_seconds
     con = connect_confined(lake, chosen)
     timer = threading.Timer(seconds, con.interrupt)
     timer.start()
@@ -189,7 +176,7 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
             yield Result(statement=text.strip(), frame=frame, truncated=truncated)
     except duckdb.InterruptException as exc:
         raise QueryTimeout(
-            f"the query ran past the time limit of {seconds} s ({SECONDS_ENV})"
+            f"the query ran past the time limit of {seconds} s ({QUERY_SECONDS_ENV})"
         ) from exc
     finally:
         timer.cancel()

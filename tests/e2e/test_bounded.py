@@ -28,17 +28,23 @@ from bench.hostile import (
 )
 from pipeline.cli import app
 from pipeline.core import sql
+from pipeline.core.settings import (
+    DUCKDB_MEMORY_ENV,
+    DUCKDB_THREADS_ENV,
+    KEEP_BAD_LINES_ENV,
+    QUERY_MEMORY_ENV,
+    QUERY_SECONDS_ENV,
+    Settings,
+)
 from pipeline.ingest import batch as ingest
-from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs
 from pipeline.jobs import land
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import Limits, iter_line_chunks, read_lines, scan_inputs
+from pipeline.sources.chunks import iter_line_chunks, read_lines
+from pipeline.sources.discover import scan_inputs
 from pipeline.storage import lake as lk
 from pipeline.warehouse import warehouse_path
-from pipeline.warehouse.query import MEMORY_ENV as QUERY_MEMORY_ENV
-from pipeline.warehouse.query import SECONDS_ENV as QUERY_SECONDS_ENV
 from tests.paths import ROOT
 
 runner = CliRunner()
@@ -119,8 +125,8 @@ def test_an_unforeseen_failure_quarantines_its_file_whole_and_the_run_goes_on(
 def test_duckdb_takes_its_memory_and_threads_from_the_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(sql.MEMORY_ENV, str(64 * MIB))
-    monkeypatch.setenv(sql.THREADS_ENV, "1")
+    monkeypatch.setenv(DUCKDB_MEMORY_ENV, str(64 * MIB))
+    monkeypatch.setenv(DUCKDB_THREADS_ENV, "1")
     con = sql.connect()
     try:
         got = con.sql("select current_setting('memory_limit'), current_setting('threads')")
@@ -138,7 +144,7 @@ def test_a_file_past_the_duckdb_budget_fails_alone(
     report = many_findings(folder, 3000)
     good_records(folder, 10)
     # 16 MB: the 3000-finding report needs more inside DuckDB, ten small records do not.
-    monkeypatch.setenv(sql.MEMORY_ENV, str(16_000_000))
+    monkeypatch.setenv(DUCKDB_MEMORY_ENV, str(16_000_000))
     lake = tmp_path / "lake"
     output = _run([folder], lake)
     assert f"{report}: could not be read or landed, quarantined whole: OutOfMemory" in output
@@ -204,7 +210,7 @@ def test_a_line_past_the_record_limit_is_not_buffered_and_keeps_its_first_kib(
 ) -> None:
     path = tmp_path / "long.jsonl"
     path.write_bytes(b'{"a": 1}\n' + b"x" * 100_000 + b'\n{"b": 2}\n' + b"y" * 5_000)
-    frame = read_lines([path], Limits(max_record_bytes=1000)).frame
+    frame = read_lines([path], Settings(max_record_bytes=1000)).frame
     assert frame["line"].to_list() == [1, 2, 3, 4]
     long, last = frame.row(1, named=True), frame.row(3, named=True)
     assert long["problem"].startswith("record is 100000 bytes, over the limit of 1000 bytes")
@@ -226,7 +232,7 @@ def _peak_rss_of(code: str) -> int:
 def test_a_sparse_file_of_one_huge_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
     path = sparse_file(tmp_path, 1_000_000_000)
     code = (
-        "from pathlib import Path\nfrom pipeline.sources.files import iter_line_chunks\n"
+        "from pathlib import Path\nfrom pipeline.sources.chunks import iter_line_chunks\n"
         f"chunks = list(iter_line_chunks([Path({str(path)!r})]))\n"
         "assert chunks[0].frame['problem'][0].startswith('record is 1000000000 bytes')\n"
     )
@@ -243,7 +249,7 @@ def test_chunks_are_bounded_by_lines_as_well_as_bytes(tmp_path: Path) -> None:
 
 def test_a_gzip_bomb_stops_at_the_expansion_limit_as_one_counted_block(tmp_path: Path) -> None:
     path = gzip_bomb(tmp_path, 50_000_000)
-    frame = read_lines([path], Limits(max_expanded_bytes=3_000_000)).frame
+    frame = read_lines([path], Settings(max_expanded_bytes=3_000_000)).frame
     kept, rest = frame.head(-1), frame.row(-1, named=True)
     assert kept.height == 1_000_000 and kept["problem"].null_count() == kept.height
     assert rest["line"] == 1_000_001

@@ -20,20 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest.quarantine import DEFAULT_KEEP_BAD_LINES, quarantined_lines
+from pipeline.core.settings import MAX_DEPTH_ENV, MAX_RECORD_BYTES_ENV, SettingError, Settings
+from pipeline.ingest.quarantine import quarantined_lines
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import (
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_RECORD_BYTES,
-    MAX_DEPTH_ENV,
-    MAX_RECORD_BYTES_ENV,
-    max_depth_setting,
-    max_record_bytes_setting,
-    nesting_depth,
-)
-from pipeline.storage.lake import InputError
+from pipeline.sources.problems import nesting_depth
 from tests.examples import examples
 from tests.strategies import (
     Expect,
@@ -128,7 +120,7 @@ def test_ten_thousand_seeded_lines_each_meet_their_fate(tmp_path: Path) -> None:
     # the first N bad lines of the file; the rest are blocks without text.
     quarantine = lake_rows(lake, "quarantine")
     in_full = quarantine.filter(pl.col("line_end").is_null())
-    assert in_full.height == min(DEFAULT_KEEP_BAD_LINES, report.quarantined)
+    assert in_full.height == min(Settings().keep_bad_lines, report.quarantined)
     by_line = dict(zip(in_full["line"], in_full["raw"], strict=True))
     for number, line in enumerate(lines, start=1):
         if number in by_line and line.mutation not in ("invalid_utf8",):
@@ -274,7 +266,7 @@ def _record_line(run_id: str, **metadata: Any) -> str:
 def test_record_size_limit_is_configurable_and_quarantines_with_the_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert max_record_bytes_setting() == DEFAULT_MAX_RECORD_BYTES == 16 * 1024 * 1024
+    assert Settings.from_env().max_record_bytes == 16 * 1024 * 1024
     monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "4096")
     small = _record_line("small", log="x" * 100)
     big = _record_line("big", log="x" * 10_000)
@@ -294,7 +286,7 @@ def test_record_size_limit_is_configurable_and_quarantines_with_the_limit(
 def test_nesting_limit_is_configurable_and_quarantines_with_the_depth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert max_depth_setting() == DEFAULT_MAX_DEPTH == 64
+    assert Settings.from_env().max_depth == 64
     # record {1} > grade {2} > metadata {3} > {"b": ..} {4} > {"c": ..} {5} > [1] {6}
     shallow = _record_line("shallow", a={"b": 1})  # depth 4
     deep = _record_line("deep", a={"b": {"c": [1]}})  # depth 6
@@ -326,8 +318,8 @@ def test_a_bad_limit_setting_is_refused_by_name(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(MAX_DEPTH_ENV, value)
-    with pytest.raises(InputError, match=MAX_DEPTH_ENV):
-        max_depth_setting()
+    with pytest.raises(SettingError, match=MAX_DEPTH_ENV):
+        Settings.from_env()
 
 
 json_values = st.recursive(

@@ -14,7 +14,7 @@ import pytest
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import read_lines
+from pipeline.sources.chunks import read_lines
 from pipeline.storage import lake as lk
 from tests.clirunner import pipeline
 from tests.e2e.test_warehouse import TASK_VIEWS

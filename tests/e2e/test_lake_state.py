@@ -502,7 +502,8 @@ def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path
 def test_task_fields_from_ingests_parse_equal_a_fresh_parse_of_the_records() -> None:
     from pipeline.ingest.batch import build_batch, landed_frames
     from pipeline.ingest.evolution import names_of
-    from pipeline.sources.files import LINE_SCHEMA, lines_of_text
+    from pipeline.sources.lines import LINE_SCHEMA
+    from pipeline.sources.problems import lines_of_text
 
     records = [task_record(random.Random(i), f"r{i}") for i in range(30)]
     records[3]["extra"] = {"deep": {"er": 1}}

@@ -15,13 +15,17 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.core.settings import (
+    KEEP_BAD_LINES_ENV,
+    MAX_DEPTH_ENV,
+    MAX_EXPANDED_BYTES_ENV,
+    MAX_RECORD_BYTES_ENV,
+)
 from pipeline.ingest.evolution import schema_news
-from pipeline.ingest.quarantine import KEEP_BAD_LINES_ENV
 from pipeline.jobs import commands as jobs
 from pipeline.jobs import land
 from pipeline.jobs.replay import replay_quarantine, unresolved
 from pipeline.rubric import parse_rubric
-from pipeline.sources.files import MAX_DEPTH_ENV, MAX_EXPANDED_BYTES_ENV, MAX_RECORD_BYTES_ENV
 from tests.strategies import surface_report, task_record
 
 FUZZ_RUBRIC = {"task": {"fuzz": {"gate": "crash", "weights": {"crash": 0.5, "triage": 0.5}}}}

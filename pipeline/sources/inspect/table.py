@@ -13,10 +13,12 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
+from pipeline.core.settings import MAX_REPORT_BYTES_ENV
+from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import (
     LIFTED_SAMPLE_FIELDS,
     MISSING_EXTRA,
@@ -33,10 +35,9 @@ from pipeline.sources.inspect.extract import (
     run_id,
     usage_totals,
 )
+from pipeline.sources.limits import ReadLimits, oversize_reason
+from pipeline.sources.lines import LINE_SCHEMA, one_line
 from pipeline.storage.lake import InputError
-
-if TYPE_CHECKING:
-    from pipeline.sources.files import ReadLimits
 
 EVAL_SUFFIX = ".eval"
 JSON_SUFFIX = ".json"
@@ -194,8 +195,6 @@ def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
 
 
 def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
-    from pipeline.sources.files import LINE_SCHEMA
-
     return pl.DataFrame(
         {
             "source": [source] * len(raws),
@@ -203,21 +202,6 @@ def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
             "raw": raws,
             "not_utf8": [False] * len(raws),
             "file_problem": [None] * len(raws),
-        },
-        schema=LINE_SCHEMA,
-    )
-
-
-def _unreadable(source: str, line: int, reason: str) -> pl.DataFrame:
-    from pipeline.sources.files import LINE_SCHEMA
-
-    return pl.DataFrame(
-        {
-            "source": [source],
-            "line": [line],
-            "raw": [None],
-            "not_utf8": [False],
-            "file_problem": [reason],
         },
         schema=LINE_SCHEMA,
     )
@@ -237,8 +221,6 @@ def inspect_frames(
     whole); one that fails part way keeps the records read so far, and the rest is one
     entry after them. At most ``chunk_lines`` records are held at a time.
     """
-    from pipeline.sources.files import MAX_REPORT_BYTES_ENV, oversize_reason, source_name
-
     source = source_name(path)
     chosen = mapping or InspectMapping()
     log_api = _log_api()
@@ -246,11 +228,11 @@ def inspect_frames(
         size = path.stat().st_size
         if path.name.endswith(JSON_SUFFIX) and size > limits.report_bytes:
             reason = oversize_reason(size, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log")
-            yield _unreadable(source, 0, reason), 0
+            yield one_line(source, 0, None, reason), 0
             return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
-        yield _unreadable(source, 0, f"not a readable Inspect AI log ({_why(exc)})"), 0
+        yield one_line(source, 0, None, f"not a readable Inspect AI log ({_why(exc)})"), 0
         return
     pending: list[str] = []
     pending_bytes = 0
@@ -268,10 +250,10 @@ def inspect_frames(
                 next_line += len(pending)
             if next_line == 1:
                 # No sample read at all (say, a log without sample ids): the whole log.
-                yield _unreadable(source, 0, f"not a readable Inspect AI log ({_why(exc)})"), 0
+                yield one_line(source, 0, None, f"not a readable Inspect AI log ({_why(exc)})"), 0
                 return
             reason = f"Inspect AI log stopped reading here ({_why(exc)}): the rest is not read"
-            yield _unreadable(source, next_line, reason), 0
+            yield one_line(source, next_line, None, reason), 0
             return
         pending.append(raw)
         pending_bytes += len(raw)

@@ -1,0 +1,221 @@
+"""Every ``PIPELINE_*`` setting, declared once: its variable, default, unit and why.
+
+A command resolves them from the environment once, at its entry (the CLI, or a job
+called as a library), and hands them down; no other module reads the environment
+for them. A bad value is refused before any work, naming the variable and the value
+(exit 2 at the CLI). docs/settings.md's table is generated from these declarations
+(``python -m tools.settings_docs --write``), and a test keeps the two in step.
+
+``PIPELINE_CRASH_AT`` is not a setting: it is the crash tests' fault-injection hook
+(pipeline/storage/lake.py), read at each file write so a test can kill a subprocess
+at a chosen step; a user never sets it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import Field, dataclass, field, fields, replace
+from typing import Any
+
+MIB = 1024**2
+GIB = 1024**3
+# Variables that are not settings (see the module's docstring).
+CRASH_AT_ENV = "PIPELINE_CRASH_AT"
+TEST_HOOKS = (CRASH_AT_ENV,)
+_WHOLE = re.compile(r"[0-9]+")
+# The variables: messages name them ("the limit is PIPELINE_MAX_DEPTH"), tests set them.
+MAX_RECORD_BYTES_ENV = "PIPELINE_MAX_RECORD_BYTES"
+MAX_REPORT_BYTES_ENV = "PIPELINE_MAX_REPORT_BYTES"
+MAX_DEPTH_ENV = "PIPELINE_MAX_DEPTH"
+MAX_EXPANDED_BYTES_ENV = "PIPELINE_MAX_EXPANDED_BYTES"
+KEEP_BAD_LINES_ENV = "PIPELINE_KEEP_BAD_LINES"
+DUCKDB_MEMORY_ENV = "PIPELINE_DUCKDB_MEMORY_BYTES"
+DUCKDB_THREADS_ENV = "PIPELINE_DUCKDB_THREADS"
+QUERY_MEMORY_ENV = "PIPELINE_QUERY_MEMORY_BYTES"
+QUERY_THREADS_ENV = "PIPELINE_QUERY_THREADS"
+QUERY_SECONDS_ENV = "PIPELINE_QUERY_SECONDS"
+
+
+class SettingError(ValueError):
+    """A ``PIPELINE_*`` variable holding a value the setting does not take."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One setting as documented: what the docs table shows for it."""
+
+    name: str
+    env: str
+    default: str
+    unit: str
+    why: str
+    flag: str | None
+
+
+def _setting(
+    env: str,
+    default: int,
+    unit: str,
+    why: str,
+    *,
+    flag: str | None = None,
+    shown: str | None = None,
+) -> Any:  # a dataclass field, typed by the annotation it is assigned to
+    meta = {"env": env, "unit": unit, "why": why, "flag": flag, "shown": shown}
+    return field(default=default, metadata=meta)
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every limit a command applies, each at least 1."""
+
+    max_record_bytes: int = _setting(
+        MAX_RECORD_BYTES_ENV,
+        16 * MIB,
+        "bytes",
+        "A line over it is quarantined with its first KiB: "
+        '"a line stops being buffered once it passes the record limit" (issue 12).',
+        flag="--max-record-bytes",
+    )
+    max_report_bytes: int = _setting(
+        MAX_REPORT_BYTES_ENV,
+        128 * MIB,
+        "bytes",
+        '"Report files (one report per .json) have their own size limit that fits what '
+        'mcp-xray writes" (issue 12): ~36 kB a tool, a 600-tool report is 21.5 MB.',
+    )
+    max_depth: int = _setting(
+        MAX_DEPTH_ENV,
+        64,
+        "levels",
+        "A record nested deeper is quarantined, measured on the text without parsing "
+        "(json_tree paths grow with depth squared).",
+        flag="--max-depth",
+    )
+    max_expanded_bytes: int = _setting(
+        MAX_EXPANDED_BYTES_ENV,
+        8 * GIB,
+        "bytes",
+        "\"A compressed input's expansion has a limit (configurable); past it the rest of "
+        'the file is quarantined as one counted block with a reason" (issue 12).',
+    )
+    keep_bad_lines: int = _setting(
+        KEEP_BAD_LINES_ENV,
+        1000,
+        "lines",
+        '"Store the first N bad lines of a file in full (N configurable) and the rest as '
+        'counted line ranges with their reason" (issue 12).',
+    )
+    duckdb_memory_bytes: int = _setting(
+        DUCKDB_MEMORY_ENV,
+        4 * GIB,
+        "bytes",
+        "DuckDB's memory per pipeline connection (ingest, scoring); past it that input "
+        "file alone is quarantined whole. The 600-tool report needs just over 2 GiB.",
+    )
+    duckdb_threads: int = field(
+        default_factory=_cores,
+        metadata={
+            "env": DUCKDB_THREADS_ENV,
+            "unit": "threads",
+            "why": "DuckDB's threads per pipeline connection.",
+            "flag": None,
+            "shown": "the machine's cores",
+        },
+    )
+    query_memory_bytes: int = _setting(
+        QUERY_MEMORY_ENV,
+        2 * GIB,
+        "bytes",
+        '"query runs with a memory limit, a thread count and a time limit (configurable)" '
+        "(issue 12): an analyst's query must not starve the nightly job.",
+    )
+    query_threads: int = _setting(
+        QUERY_THREADS_ENV, 2, "threads", "DuckDB's threads for one `query`."
+    )
+    query_seconds: int = _setting(
+        QUERY_SECONDS_ENV,
+        300,
+        "seconds",
+        "A `query` running longer is interrupted (exit 1): an endless recursive CTE ran on before.",
+    )
+
+    def __post_init__(self) -> None:
+        low = [
+            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name) < 1
+        ]
+        if low:
+            raise SettingError(f"{', '.join(low)}: expected a whole number >= 1")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Each setting from its variable, else its default; SettingError names every bad one."""
+        source = os.environ if environ is None else environ
+        chosen: dict[str, int] = {}
+        bad: list[str] = []
+        for spec in fields(cls):
+            text = source.get(spec.metadata["env"], "").strip()
+            if not text:
+                continue
+            if _WHOLE.fullmatch(text) and int(text) >= 1:
+                chosen[spec.name] = int(text)
+            else:
+                bad.append(f"{spec.metadata['env']}={text!r}")
+        if bad:
+            raise SettingError(f"{', '.join(bad)}: expected a whole number >= 1")
+        return cls(**chosen)
+
+    def with_flags(self, **given: int | None) -> Settings:
+        """These settings with the command line's values where it gave one."""
+        return replace(self, **{name: value for name, value in given.items() if value is not None})
+
+
+def declared() -> list[Declared]:
+    """Every setting as the docs show it, in declaration order."""
+    return [_declared(spec) for spec in fields(Settings)]
+
+
+def _declared(spec: Field[Any]) -> Declared:
+    meta = spec.metadata
+    default = spec.default
+    shown = meta["shown"] or (_sized(default) if meta["unit"] == "bytes" else str(default))
+    return Declared(spec.name, meta["env"], shown, meta["unit"], meta["why"], meta["flag"])
+
+
+def _sized(value: object) -> str:
+    """16777216 as "16 MiB (16777216)": people read the first, scripts copy the second."""
+    number = int(str(value))
+    for size, unit in ((GIB, "GiB"), (MIB, "MiB")):
+        if number % size == 0:
+            return f"{number // size} {unit} ({number})"
+    return str(number)
+
+
+# The settings of the command running now: set once at its entry (use_settings), read
+# where a limit applies deep below it (a DuckDB connection opened by any stage).
+_ACTIVE: ContextVar[Settings | None] = ContextVar("pipeline_settings", default=None)
+
+
+@contextmanager
+def use_settings(settings: Settings) -> Iterator[Settings]:
+    """Run the block under ``settings``: current_settings() answers them inside it."""
+    token = _ACTIVE.set(settings)
+    try:
+        yield settings
+    finally:
+        _ACTIVE.reset(token)
+
+
+def current_settings() -> Settings:
+    """The running command's settings; outside a command (a library call, a test),
+    the environment's, resolved now."""
+    active = _ACTIVE.get()
+    return Settings.from_env() if active is None else active

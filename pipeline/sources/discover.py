@@ -1,0 +1,96 @@
+"""Input discovery: which files a command reads, and how each is named in the lake."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.storage.lake import InputError
+
+# .eval: Inspect AI logs (a .json file may be one too: told apart by its first bytes).
+INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".eval")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The files to read, and a note for each path skipped unread."""
+
+    files: list[Path]
+    skipped: list[str]
+
+
+def _skip_note(path: Path, why: str) -> str:
+    return f"{path}: {why}, skipped unread (only regular files inside the input folder are read)"
+
+
+def _scan_folder(folder: Path) -> Inputs:
+    """Regular input files below ``folder`` whose real path lies inside it; links never followed.
+
+    A link in an inbox could otherwise copy any file the pipeline's user can read
+    into the quarantine, where every analyst reads it.
+    """
+    root = folder.resolve()
+    files: list[Path] = []
+    skipped: list[str] = []
+    for top, dirs, names in os.walk(folder):
+        here = Path(top)
+        for name in sorted(dirs):
+            if (here / name).is_symlink():
+                skipped.append(_skip_note(here / name, "a symbolic link to a folder"))
+        for name in names:
+            path = here / name
+            if path.is_symlink():
+                skipped.append(_skip_note(path, "a symbolic link"))
+            elif not name.endswith(INPUT_SUFFIXES):
+                continue
+            elif not path.is_file():
+                skipped.append(_skip_note(path, "not a regular file"))
+            elif not path.resolve().is_relative_to(root):
+                skipped.append(_skip_note(path, "its real path lies outside the folder"))
+            else:
+                files.append(path)
+    return Inputs(files=sorted(files), skipped=sorted(skipped))
+
+
+def source_name(path: Path) -> str:
+    """How a file is named in the lake: by where it is, not by how it was spelled.
+
+    ``x.jsonl``, ``./d/../x.jsonl`` and ``/abs/x.jsonl`` are one file, so its lines
+    are one set of lines: a bad line read again is "seen".
+    """
+    return str(path.resolve())
+
+
+def scan_inputs(inputs: Sequence[Path], lake: Path | None = None) -> Inputs:
+    """Files as given; directories as every input file below them, in sorted order.
+
+    Symbolic links (given, or met in a folder) are skipped with a note, never read.
+    Each file is resolved, and named once however many inputs name it; a folder that
+    holds the ``lake`` does not give the lake's own files (its state is JSON).
+    """
+    own = lake.resolve() if lake is not None else None
+    files: list[Path] = []
+    skipped: list[str] = []
+    for item in inputs:
+        if item.is_symlink():
+            skipped.append(_skip_note(item, "a symbolic link"))
+        elif item.is_dir():
+            found = _scan_folder(item)
+            files.extend(
+                p
+                for p in (f.resolve() for f in found.files)
+                if own is None or not p.is_relative_to(own)
+            )
+            skipped.extend(found.skipped)
+        elif item.is_file():
+            files.append(item.resolve())
+        else:
+            raise InputError(f"no such input: {item}")
+    return Inputs(files=list(dict.fromkeys(files)), skipped=skipped)
+
+
+def expand_inputs(inputs: Sequence[Path], lake: Path | None = None) -> list[Path]:
+    """The files ``scan_inputs`` would read (its notes aside)."""
+    return scan_inputs(inputs, lake).files

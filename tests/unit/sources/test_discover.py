@@ -1,0 +1,60 @@
+"""Input discovery on a tiny folder: which files are read, which are skipped and why."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pipeline.sources.discover import expand_inputs, scan_inputs, source_name
+from pipeline.storage.lake import InputError
+
+
+def _touch(path: Path, text: str = "{}\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_a_folder_gives_its_input_files_sorted_and_nothing_else(tmp_path: Path) -> None:
+    b = _touch(tmp_path / "in" / "sub" / "b.jsonl.gz")
+    a = _touch(tmp_path / "in" / "a.jsonl")
+    report = _touch(tmp_path / "in" / "r.json")
+    _touch(tmp_path / "in" / "notes.txt")
+    scanned = scan_inputs([tmp_path / "in"])
+    assert scanned.files == sorted([a.resolve(), b.resolve(), report.resolve()])
+    assert scanned.skipped == []
+
+
+def test_links_are_skipped_with_a_note_never_read(tmp_path: Path) -> None:
+    outside = _touch(tmp_path / "secret.jsonl")
+    inbox = tmp_path / "in"
+    kept = _touch(inbox / "a.jsonl")
+    os.symlink(outside, inbox / "link.jsonl")
+    given = tmp_path / "given.jsonl"
+    os.symlink(outside, given)
+    scanned = scan_inputs([inbox, given])
+    assert scanned.files == [kept.resolve()]
+    assert [note.split(": ")[1] for note in scanned.skipped] == [
+        "a symbolic link, skipped unread (only regular files inside the input folder are read)"
+    ] * 2
+
+
+def test_a_file_named_twice_is_read_once_and_the_lake_is_not_an_input(tmp_path: Path) -> None:
+    a = _touch(tmp_path / "a.jsonl")
+    _touch(tmp_path / "lake" / "_state" / "x.json")
+    files = expand_inputs([tmp_path, a, tmp_path / "." / "a.jsonl"], lake=tmp_path / "lake")
+    assert files == [a.resolve()]
+
+
+def test_a_missing_input_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"no such input: .*nope\.jsonl"):
+        scan_inputs([tmp_path / "nope.jsonl"])
+
+
+def test_a_file_is_named_by_where_it_is_not_how_it_was_spelled(tmp_path: Path) -> None:
+    a = _touch(tmp_path / "a.jsonl")
+    spelled = tmp_path / "d" / ".." / "a.jsonl"
+    (tmp_path / "d").mkdir()
+    assert source_name(spelled) == source_name(a) == str(a.resolve())

@@ -1,0 +1,63 @@
+"""Bytes to whole numbered lines: BOM and CRLF, blocks cut mid-line, a record over the limit
+skipped to its newline, and what a stream that ended early does to the last line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+from pipeline.sources.blocks import Cut, Event, Rest
+from pipeline.sources.limits import ReadLimits
+from pipeline.sources.lines import LineCutter, split_text
+
+LIMITS = ReadLimits(record_bytes=8, report_bytes=100, depth=64, expanded_bytes=1000)
+
+
+def _cut(blocks: Iterable[bytes], event: Event | None = None) -> pl.DataFrame:
+    cutter = LineCutter("f.jsonl", LIMITS)
+    frames = [frame for block in blocks for frame, _ in cutter.feed(block)]
+    frames += [frame for frame, _ in cutter.finish(event)]
+    return pl.concat(frames).select("line", "raw", "file_problem")
+
+
+def test_lines_are_numbered_from_one_across_blocks_without_bom_or_cr() -> None:
+    cut = _cut([b"\xef\xbb\xbf1\r\n2", b"2\n33\n"])
+    assert cut.rows() == [(1, "1", None), (2, "22", None), (3, "33", None)]
+
+
+def test_a_line_over_the_record_limit_keeps_its_prefix_and_the_count_goes_on() -> None:
+    # The unfinished line passes 8 bytes at the end of the first block: from there it
+    # is no longer buffered, only counted up to its newline.
+    cut = _cut([b"1\n0123456789", b"abc\n2\n"])
+    assert cut.rows() == [
+        (1, "1", None),
+        (
+            2,
+            "0123456789…",
+            "record is 13 bytes, over the limit of 8 bytes (raw text cut to 1 KiB; "
+            "the limit is PIPELINE_MAX_RECORD_BYTES)",
+        ),
+        (3, "2", None),
+    ]
+
+
+def test_a_long_line_whole_in_one_block_is_left_to_the_problem_check() -> None:
+    # Buffered already: sources/problems.py cuts it and gives the reason.
+    assert _cut([b"0123456789abc\n"]).rows() == [(1, "0123456789abc", None)]
+
+
+def test_a_last_line_without_its_newline_is_marked_when_the_stream_was_cut() -> None:
+    reason = "gzip stream ends early (file truncated): the last line may be cut"
+    assert _cut([b"1\n2"], Cut(reason)).rows() == [(1, "1", None), (2, "2", reason)]
+    # A last line with its newline was whole.
+    assert _cut([b"1\n"], Cut(reason)).rows() == [(1, "1", None)]
+
+
+def test_a_file_unreadable_from_the_start_is_one_entry_at_line_zero() -> None:
+    assert _cut([], Rest("could not read")).rows() == [(0, None, "could not read")]
+
+
+def test_bad_utf8_is_kept_as_escapes_and_flagged() -> None:
+    split = split_text(b"ok\n\xff\xfe\n")
+    assert split.rows() == [("ok", False), ("\\xff\\xfe", True)]
