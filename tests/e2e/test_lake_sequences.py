@@ -7,18 +7,14 @@ lake. After every step `pipeline check` must pass, and the warehouse must show
 exactly what the model says of every line: landed (once), quarantined
 (unresolved) or skipped, under the rubric the lake remembers.
 
-Every command runs in-process (typer's CliRunner), as a step costs a second and a process
-start-up three more. A kill at a seeded write runs in-process too, as the lake a kill -9
-leaves: at that write the lake folder is taken away whole (renamed, so files, inodes and
-mtimes stay as they were), the command unwinds against a lake that is gone, and the folder
-comes back. What a real kill adds, a process that dies holding the lock and open files, is one
-rule that runs `python -m pipeline run` with PIPELINE_CRASH_AT, at most once a sequence.
+Every command runs in-process (typer's CliRunner): a step costs about a second, a process
+start-up three more. A kill at a seeded write runs in-process too (tests/crash.py leaves the
+lake as kill -9 would); one rule of LongLakeSequences kills a real `python -m pipeline run`, at most once a
+sequence, for what only a process shows: dying with the lake's lock and files open.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
 import math
 import os
@@ -26,10 +22,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import duckdb
 import pytest
@@ -40,6 +34,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.storage import lake as lake_module
+from tests.crash import killed_at
 from tests.examples import examples
 
 runner = CliRunner()
@@ -62,11 +57,6 @@ FUZZ_RUBRICS = {"B"}
 # A `run` on these lakes passes 8 (all seen before) to 22 (a new file, a new batch) writes
 # and moves: a seeded point past them kills nothing.
 CRASH_POINTS = st.integers(1, 24)
-
-
-class Killed(BaseException):
-    """Raised at the seeded write once the lake is taken away; not an Exception, so no
-    handler in the command mistakes it for a failure it could report."""
 
 
 def record(run_id: str, version: str, problem: str, env: str = "exploit", **sub: float) -> str:
@@ -272,9 +262,9 @@ class LakeSequences(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(sorted(FILES)), crash_at=CRASH_POINTS)
     def killed_run_then_rerun(self, name: str, crash_at: int) -> None:
-        """Killed at a seeded write (in-process, see the module docstring); the next run
-        converges to one uninterrupted run."""
-        with self.killed_at(crash_at):
+        """Killed at a seeded write (in-process, tests/crash.py); the next run converges to one
+        uninterrupted run."""
+        with killed_at(self.lake, crash_at):
             # Reached only when the run has fewer writes than crash_at: it must have succeeded.
             self.invoke("run", str(self.files / name))
         self.invoke("run", str(self.files / name))
@@ -300,27 +290,6 @@ class LakeSequences(RuleBasedStateMachine):
         assert done.returncode in (0, -9), done.stderr
         self.invoke("run", str(self.files / name))
         self.land_file(self.files / name, self.rubric)
-
-    @contextlib.contextmanager
-    def killed_at(self, crash_at: int) -> Iterator[None]:
-        """Leave the lake as a kill -9 at write ``crash_at`` of the command inside would."""
-        taken = self.root / "taken"
-        writes = itertools.count(1)
-
-        def crash_point() -> None:
-            if next(writes) == crash_at:
-                os.rename(self.lake, taken)
-                raise Killed
-
-        try:
-            with mock.patch.object(lake_module, "_crash_point", crash_point):
-                yield
-        except Killed:
-            pass
-        if taken.exists():
-            # What the unwinding wrote by path went to a folder that is no more.
-            shutil.rmtree(self.lake, ignore_errors=True)
-            os.rename(taken, self.lake)
 
     @rule()
     def move_lake(self) -> None:
