@@ -568,11 +568,21 @@ def test_a_broken_commit_journal_is_named_and_the_lake_kept_as_last_committed(
     assert invoke("check", "--lake", str(lake))[0] == 0
 
 
+def small_inbox(inbox: Path) -> None:
+    """Two nights' files of a few runs each: what the nightly tests below need of an inbox (the
+    sample's 430 runs only made each command slower)."""
+    inbox.mkdir()
+    for night in range(2):
+        write_jsonl(
+            inbox / f"night-{night}.jsonl", [json.dumps(record(f"n{night}-{i}")) for i in range(4)]
+        )
+
+
 @pytest.mark.slow
 def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
-    shutil.copytree(SAMPLE_TASKS, inbox)
+    small_inbox(inbox)
     assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
     runs = _task_runs_count(lake)
     target = _landed_file(lake, "task_components")
@@ -635,7 +645,7 @@ def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
 def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: Path) -> None:
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
-    shutil.copytree(SAMPLE_TASKS, inbox)
+    small_inbox(inbox)
     assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
     runs = _task_runs_count(lake)
     ledger = lake / "_state" / "ledger.json"

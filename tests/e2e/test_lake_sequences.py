@@ -6,6 +6,11 @@ quarantine, gates a comparison, kills a run at a seeded point and moves the
 lake. After every step `pipeline check` must pass, and the warehouse must show
 exactly what the model says of every line: landed (once), quarantined
 (unresolved) or skipped, under the rubric the lake remembers.
+
+Every command runs in-process (typer's CliRunner): a step costs about a second, a process
+start-up three more. A kill at a seeded write runs in-process too (tests/crash.py leaves the
+lake as kill -9 would); one rule of LongLakeSequences kills a real `python -m pipeline run`, at most once a
+sequence, for what only a process shows: dying with the lake's lock and files open.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.storage import lake as lake_module
+from tests.crash import killed_at
 from tests.examples import examples
 
 runner = CliRunner()
@@ -47,6 +54,9 @@ weights = { crash = 1.0 }
 """,
 }
 FUZZ_RUBRICS = {"B"}
+# A `run` on these lakes passes 8 (all seen before) to 22 (a new file, a new batch) writes
+# and moves: a seeded point past them kills nothing.
+CRASH_POINTS = st.integers(1, 24)
 
 
 def record(run_id: str, version: str, problem: str, env: str = "exploit", **sub: float) -> str:
@@ -90,6 +100,9 @@ FILES: dict[str, list[tuple[str, str]]] = {
 
 
 class LakeSequences(RuleBasedStateMachine):
+    # Real processes killed per sequence (LongLakeSequences allows one).
+    real_kills_allowed = 0
+
     def __init__(self) -> None:
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="lake-seq-"))
@@ -103,6 +116,7 @@ class LakeSequences(RuleBasedStateMachine):
         self.inbox.mkdir()
         self.lake = self.root / "lake-0"
         self.moves = 0
+        self.real_kills = 0
         # The model.
         self.landed: set[str] = set()
         self.quarantined: set[tuple[str, int]] = set()
@@ -246,9 +260,22 @@ class LakeSequences(RuleBasedStateMachine):
             report["verdict"] == "regression" or bool(report.get("regressed_env_types"))
         ), report
 
-    @rule(name=st.sampled_from(sorted(FILES)), crash_at=st.integers(1, 40))
+    @rule(name=st.sampled_from(sorted(FILES)), crash_at=CRASH_POINTS)
     def killed_run_then_rerun(self, name: str, crash_at: int) -> None:
-        """kill -9 at a seeded write; the next run converges to one uninterrupted run."""
+        """Killed at a seeded write (in-process, tests/crash.py); the next run converges to one
+        uninterrupted run."""
+        with killed_at(self.lake, crash_at):
+            # Reached only when the run has fewer writes than crash_at: it must have succeeded.
+            self.invoke("run", str(self.files / name))
+        self.invoke("run", str(self.files / name))
+        self.land_file(self.files / name, self.rubric)
+
+    @precondition(lambda self: self.real_kills < self.real_kills_allowed)
+    @rule(name=st.sampled_from(sorted(FILES)), crash_at=CRASH_POINTS)
+    def killed_process_then_rerun(self, name: str, crash_at: int) -> None:
+        """A real kill -9 at a seeded write: the process dies holding the lake's lock and its
+        open files, which the next run must get past."""
+        self.real_kills += 1
         command = [
             sys.executable,
             "-m",
@@ -258,7 +285,7 @@ class LakeSequences(RuleBasedStateMachine):
             "--lake",
             str(self.lake),
         ]
-        env = {**os.environ, "PIPELINE_CRASH_AT": str(crash_at)}
+        env = {**os.environ, lake_module.CRASH_AT_ENV: str(crash_at)}
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode in (0, -9), done.stderr
         self.invoke("run", str(self.files / name))
@@ -311,14 +338,23 @@ def _settings(count: int, steps: int) -> Any:
     )
 
 
+class LongLakeSequences(LakeSequences):
+    real_kills_allowed = 1
+
+
 TestLakeSequences = LakeSequences.TestCase
-TestLakeSequences.settings = _settings(count=examples(6), steps=6)
+TestLakeSequences.settings = _settings(count=examples(3), steps=4)
 
 
 @pytest.mark.slow
 def test_long_sequences() -> None:
+    """Longer histories than TestLakeSequences draws (a kill, then a move, then a replay under
+    another rubric ...), and the one rule that kills a real process (at most once a sequence).
+
+    Each step is a real command on a real lake and costs about a second, the kill four; the
+    soak profile runs four times as many sequences (12 of 8 steps; 40 of 12 once held a CI
+    worker for ten minutes). A failure prints the steps that reproduce it.
+    """
     from hypothesis.stateful import run_state_machine_as_test
 
-    # 16 sequences of 10 steps: each step is a real command on a real lake, and 40x12 alone
-    # held one CI worker for ten minutes (a failure still prints the steps that reproduce it).
-    run_state_machine_as_test(LakeSequences, settings=_settings(count=16, steps=10))
+    run_state_machine_as_test(LongLakeSequences, settings=_settings(count=examples(3), steps=8))

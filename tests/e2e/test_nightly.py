@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -15,8 +14,11 @@ import pytest
 
 from pipeline.jobs import nightly
 from pipeline.rubric import parse_rubric
+from pipeline.storage import lake as lake_module
 from pipeline.storage.lake import CRASH_AT_ENV, LakeBusyError, lake_lock
 from pipeline.storage.rubrics import known_rubrics
+from tests.clirunner import pipeline
+from tests.crash import killed_at
 from tests.paths import ROOT
 
 SAMPLE = ROOT / "data" / "sample"
@@ -48,16 +50,20 @@ def warehouse_state(lake: Path) -> dict[str, list[tuple[object, ...]]]:
         con.close()
 
 
-def inbox_with_sample(tmp_path: Path) -> Path:
+def small_inbox(tmp_path: Path) -> Path:
+    """Part of the sample: one gzipped file of task grades and two surface reports (the nightly
+    job's cost is mostly per run, not per line)."""
     inbox = tmp_path / "inbox"
-    shutil.copytree(SAMPLE / "tasks", inbox / "tasks")
-    shutil.copytree(SAMPLE / "surface", inbox / "surface")
+    (inbox / "tasks").mkdir(parents=True)
+    shutil.copy(SAMPLE / "tasks" / "cinder.jsonl.gz", inbox / "tasks")
+    for report in ("weather-kit-1.0.0", "weather-kit-1.1.0"):
+        shutil.copytree(SAMPLE / "surface" / report, inbox / "surface" / report)
     return inbox
 
 
 @pytest.mark.slow
 def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
-    inbox, lake = inbox_with_sample(tmp_path), tmp_path / "lake"
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
     first = nightly.nightly(inbox, lake, DEFAULT)
     assert first.files_new == first.files_in_inbox > 0
     assert first.landed_task_runs > 0 and first.full_rescore
@@ -79,7 +85,7 @@ def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None:
-    inbox, lake = inbox_with_sample(tmp_path), tmp_path / "lake"
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
     first = nightly.nightly(inbox, lake, DEFAULT)
     extra = inbox / "tasks" / "later.jsonl"
     line = json.loads((SAMPLE / "tasks" / "atlas.jsonl").read_text().splitlines()[0])
@@ -114,43 +120,27 @@ def test_a_file_appended_to_after_ingest_is_picked_up(tmp_path: Path) -> None:
     assert (again.landed_task_runs, again.skipped_duplicates) == (5, 10)
 
 
-@pytest.mark.slow
 def test_concurrent_start_is_refused(tmp_path: Path) -> None:
-    inbox, lake = inbox_with_sample(tmp_path), tmp_path / "lake"
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
     with lake_lock(lake):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pipeline",
-                "nightly",
-                "--inbox",
-                str(inbox),
-                "--lake",
-                str(lake),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        # flock(2) locks an open file, not a process: the command's own open of the lock file
+        # is refused while this one holds it, as a second process's is (no start-up to pay).
+        done = pipeline("nightly", "--inbox", inbox, "--lake", lake)
         with pytest.raises(LakeBusyError):
             nightly.nightly(inbox, lake, DEFAULT)
     assert done.returncode == 1
     assert "in use" in done.stderr
 
 
-def _nightly(inbox: Path, lake: Path, crash_at: int | None) -> int:
+def _killed_nightly(inbox: Path, lake: Path, crash_at: int) -> int:
+    """``python -m pipeline nightly`` in a real process that kills itself at write ``crash_at``."""
     # The nightly command works on a lake that exists (run or ingest make one).
     with lake_lock(lake):
         pass
-    env = {k: v for k, v in os.environ.items() if k != CRASH_AT_ENV}
-    if crash_at is not None:
-        env[CRASH_AT_ENV] = str(crash_at)
     done = subprocess.run(
         [sys.executable, "-m", "pipeline", "nightly", "--inbox", str(inbox), "--lake", str(lake)],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, CRASH_AT_ENV: str(crash_at)},
         capture_output=True,
         text=True,
         check=False,
@@ -158,26 +148,64 @@ def _nightly(inbox: Path, lake: Path, crash_at: int | None) -> int:
     return done.returncode
 
 
+def _nightly_in_process(inbox: Path, lake: Path) -> None:
+    with lake_lock(lake):
+        pass
+    done = pipeline("nightly", "--inbox", inbox, "--lake", lake)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _crash_sites(inbox: Path, lake: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Run the nightly job whole, in-process, and name its crash points in order: one site per
+    stretch of staged writes ("write") or journal moves ("move"), with its middle point."""
+    callers: list[str] = []
+    monkeypatch.setattr(
+        lake_module, "_crash_point", lambda: callers.append(sys._getframe(1).f_code.co_name)
+    )
+    _nightly_in_process(inbox, lake)
+    monkeypatch.undo()
+    kinds = ["move" if caller == "_apply" else "write" for caller in callers]
+    stretches: list[tuple[str, list[int]]] = []
+    for point, kind in enumerate(kinds, start=1):
+        if stretches and stretches[-1][0] == kind:
+            stretches[-1][1].append(point)
+        else:
+            stretches.append((kind, [point]))
+    return [(kind, points[len(points) // 2]) for kind, points in stretches]
+
+
 @pytest.mark.slow
 def test_killed_at_seeded_points_then_rerun_gives_the_uninterrupted_warehouse(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inbox = inbox_with_sample(tmp_path)
+    inbox = small_inbox(tmp_path)
     reference = tmp_path / "reference"
-    assert _nightly(inbox, reference, None) == 0
+    sites = _crash_sites(inbox, reference, monkeypatch)
     expected = warehouse_state(reference)
-    # Count the file writes and moves of one uninterrupted run, then kill at
-    # seeded points across that range: mid-staging, mid-move, mid-warehouse.
-    steps = 2 * sum(1 for _ in (reference).rglob("*.parquet")) + 8
-    points = sorted(random.Random(20261202).sample(range(1, steps), 5))
-    killed = 0
-    for point in points:
+    # Ingest, then score: each stages its files, writes its journal, then moves them.
+    assert [kind for kind, _ in sites] == ["write", "move", "write", "move", "write"]
+    ingest_staging, _ingest_moves, score_staging, score_moves, _run_record = sites
+    # Killed mid-staging, a job leaves work to discard; mid-move, a journal to finish. The
+    # ingest's moves are left out: finished, they leave the lake a kill in the score's staging
+    # leaves once discarded, and finishing a journal is the score's moves' case. So is the run
+    # record, written last: killed there, the lake is already the reference. The first kill is
+    # a real process's (the earliest point, so the least work before it), the others are
+    # in-process (tests/crash.py), a process start-up cheaper.
+    for (kind, point), real in (
+        (ingest_staging, True),
+        (score_staging, False),
+        (score_moves, False),
+    ):
         lake = tmp_path / f"killed-{point}"
-        code = _nightly(inbox, lake, point)
-        assert code in (0, -9), f"crash point {point}: exit {code}"
-        killed += code == -9
-        assert _nightly(inbox, lake, None) == 0
+        if real:
+            assert _killed_nightly(inbox, lake, point) == -9, f"crash point {point}"
+        else:
+            with killed_at(lake, point) as kill:
+                _nightly_in_process(inbox, lake)
+            assert kill.fired, f"crash point {point}"
+        journals = list((lake / "_staging").glob("*/COMMIT.json"))
+        assert bool(journals) == (kind == "move"), f"crash point {point} is not a {kind}"
+        _nightly_in_process(inbox, lake)
         assert warehouse_state(lake) == expected, f"crash point {point}"
         assert not list(lake.rglob(".*.tmp"))
         assert not (lake / "_staging").exists() or not any((lake / "_staging").iterdir())
-    assert killed >= 4  # the points really fell inside the run
