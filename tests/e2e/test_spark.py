@@ -43,8 +43,8 @@ KEYS = {
     "surface_phase_scores": ["run_id", "finding_index"],
 }
 # Small chunks, so the lake holds several parts (one score file each per table).
-CHUNK_BYTES = 600_000
-BULK_RUNS = 1_500
+CHUNK_BYTES = 500_000
+BULK_RUNS = 400
 CHANGED_RUBRIC: dict[str, Any] = {
     "rubric_id": "spark-test-changed",
     "task": {
