@@ -6,7 +6,7 @@ N ?= 100000
 # The hostile shapes at a size that took main down or near it; `HOSTILE=` for every shape at full scale.
 HOSTILE ?= components=30000 metadata_list=100000 findings=10000 real_600_tools=1 empty_objects=2000000 gzip_bomb=100000000 long_line=1000000000 sparse=3000000000 int64=3
 
-.PHONY: setup setup-dev run test test-fast lint typecheck format bench bench-hostile bench-hostile-mixed sample clean
+.PHONY: setup setup-dev run test test-fast test-soak lint typecheck format bench bench-hostile bench-hostile-mixed sample clean
 
 # Running needs only the pipeline's own dependencies; `make run EXTRAS=spark` adds Spark
 # for `--engine spark`. Tests and the linters add the dev tools and Spark (its engine's
@@ -64,6 +64,11 @@ test: lint typecheck
 # wheel, large fuzz and simulation runs); no linters.
 test-fast: setup-dev
 	$(PYTEST) -m "not slow" --hypothesis-profile=fast
+
+# The soak tier: every test, four times the property examples and the larger generated
+# inputs (tests/examples.py) that `make test` once ran; for a night, not a commit.
+test-soak: setup-dev
+	$(PYTEST) --hypothesis-profile=soak
 
 bench: setup
 	$(BIN)/python -m bench.run --n $(N)

@@ -135,6 +135,13 @@ def mixed_check(folder: Path, lake: Path, good: Path, good_runs: int) -> dict[st
         (landed_good,) = con.execute(
             "select count(*) from task_runs where source = ?", [str(good.resolve())]
         ).fetchone() or (0,)
+        landed = dict(
+            con.execute(
+                "select source, count(*)::bigint from ("
+                " select source from task_runs union all select source from surface_runs"
+                ") group by source"
+            ).fetchall()
+        )
     finally:
         con.close()
     files = {str(p.resolve()): lines_in(p) for p in sorted(folder.iterdir())}
@@ -149,6 +156,8 @@ def mixed_check(folder: Path, lake: Path, good: Path, good_runs: int) -> dict[st
         "lines_read": sum(files.values()),
         "lines_counted": sum(per_source.get(name, 0) for name in files),
         "unaccounted": unaccounted,
+        # Runs landed per input file (by name): a large record landed, not quarantined.
+        "landed": {Path(name).name: runs for name, runs in sorted(landed.items())},
         "ok": landed_good == good_runs and not unaccounted,
     }
 

@@ -22,7 +22,7 @@ from hypothesis import settings
 
 from schemas import polars_schema
 from schemas.tasks import TaskComponent, TaskPenalty, TaskRun
-from tests.examples import FAST_EXAMPLES
+from tests.examples import FAST_EXAMPLES, SOAK_EXAMPLES, SOAK_PROFILE
 from tests.paths import SAMPLE
 
 # bench/ is not an installed package; `pytest` (unlike `python -m pytest`) does not
@@ -32,8 +32,10 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # `make test-fast` selects this profile: every property test runs a tenth of its examples
-# (tests/examples.py); `make test` keeps the default profile and the full counts.
+# (tests/examples.py); `make test` keeps the default profile and the full counts;
+# `make test-soak` runs four times them, and the larger generated inputs.
 settings.register_profile("fast", max_examples=FAST_EXAMPLES)
+settings.register_profile(SOAK_PROFILE, max_examples=SOAK_EXAMPLES)
 from tools.simulate import records  # noqa: E402  (needs the repo root on sys.path)
 
 TEST_BATCH = "test-batch"

@@ -1,6 +1,8 @@
 """Issue 12: no input takes the run down; a failure stays with its file.
 
-Hostile shapes are generated at test time (bench/hostile.py) at a size CI affords.
+Hostile shapes are generated at test time (bench/hostile.py) at a size CI affords. The
+peak-memory tests, each a fresh interpreter, and the acceptance scenario are in
+test_bounded_memory.py (--dist loadfile gives each file one worker).
 """
 
 from __future__ import annotations
@@ -8,8 +10,6 @@ from __future__ import annotations
 import errno
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -23,7 +23,6 @@ from bench.hostile import (
     gzip_bomb,
     int64_overflow,
     many_findings,
-    sparse_file,
     task_record,
 )
 from pipeline.cli import app
@@ -45,15 +44,9 @@ from pipeline.sources.chunks import iter_line_chunks, read_lines
 from pipeline.sources.discover import scan_inputs
 from pipeline.storage import lake as lk
 from pipeline.warehouse import warehouse_path
-from tests.paths import ROOT
 
 runner = CliRunner()
 MIB = 1024**2
-# The process's own peak RSS in KiB (VmHWM). Not getrusage's ru_maxrss: Linux keeps that
-# across fork and exec, so a child of a large pytest process would report the parent's.
-PRINT_PEAK_KIB = (
-    "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')))"
-)
 
 
 def _query(lake: Path, sql: str) -> list[tuple[object, ...]]:
@@ -219,27 +212,6 @@ def test_a_line_past_the_record_limit_is_not_buffered_and_keeps_its_first_kib(
     assert frame.row(2, named=True)["problem"] is None
 
 
-def _peak_rss_of(code: str) -> int:
-    """Peak RSS (bytes) of a fresh interpreter running ``code``, measured by the kernel."""
-    script = f"{code}\n{PRINT_PEAK_KIB}"
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    return int(done.stdout.strip().splitlines()[-1]) * 1024
-
-
-@pytest.mark.slow
-def test_a_sparse_file_of_one_huge_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
-    path = sparse_file(tmp_path, 1_000_000_000)
-    code = (
-        "from pathlib import Path\nfrom pipeline.sources.chunks import iter_line_chunks\n"
-        f"chunks = list(iter_line_chunks([Path({str(path)!r})]))\n"
-        "assert chunks[0].frame['problem'][0].startswith('record is 1000000000 bytes')\n"
-    )
-    # Buffering the line would take 1 GB; the reader holds two blocks at most.
-    assert _peak_rss_of(code) < 640 * MIB
-
-
 def test_chunks_are_bounded_by_lines_as_well_as_bytes(tmp_path: Path) -> None:
     path = empty_objects(tmp_path, 5_500)
     chunks = list(iter_line_chunks([path], chunk_lines=1000))
@@ -297,57 +269,6 @@ def test_links_and_files_outside_the_root_are_skipped_with_a_note(tmp_path: Path
     assert _query(lake, "select count(*) from quarantine") == [(0,)]
     scanned = scan_inputs([inbox / "shadow.jsonl"])
     assert scanned.files == [] and "symbolic link" in scanned.skipped[0]
-
-
-# ----------------------------------------------------------------------------- memory per record
-
-
-def _ingest_peak(tmp_path: Path, shape: str, scale: int) -> tuple[int, dict[str, int]]:
-    """Peak RSS of a fresh interpreter ingesting one shape, and what the ingest reported."""
-    code = (
-        "import json\nfrom pathlib import Path\nfrom bench.hostile import SHAPES\n"
-        "from pipeline.jobs import commands as jobs\n"
-        f"folder = Path({str(tmp_path)!r}) / {shape + str(scale)!r}\nfolder.mkdir()\n"
-        f"SHAPES[{shape!r}](folder, {scale})\n"
-        "r = jobs.ingest([folder], folder.parent / ('lake-' + folder.name))\n"
-        "print(json.dumps({'task': r.landed_task_runs, 'surface': r.landed_surface_runs,"
-        " 'quarantined': r.quarantined, 'lines': r.lines_read}))\n"
-    )
-    script = f"{code}\n{PRINT_PEAK_KIB}"
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    *_, report, peak = done.stdout.strip().splitlines()
-    return int(peak) * 1024, json.loads(report)
-
-
-# A fresh interpreter per shape, building records of up to 60,000 elements: 7-18 s each.
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("shape", "scale", "landed"),
-    [
-        ("components", 20_000, {"task": 1}),
-        ("metadata_list", 60_000, {"task": 1}),
-        ("findings", 6_000, {"surface": 1}),
-        ("real_600_tools", 1, {"surface": 1}),
-    ],
-)
-def test_large_records_land_in_bounded_memory(
-    tmp_path: Path, shape: str, scale: int, landed: dict[str, int]
-) -> None:
-    # On main these took 8-18 GiB (json_each / json_tree carried the document per element).
-    peak, report = _ingest_peak(tmp_path, shape, scale)
-    assert {key: report[key] for key in landed} == landed, report
-    assert peak < 2.5 * 1024**3, f"{shape}: peak {peak / 1024**3:.2f} GiB"
-
-
-@pytest.mark.slow
-def test_peak_memory_per_record_grows_at_most_linearly(tmp_path: Path) -> None:
-    base, _ = _ingest_peak(tmp_path, "components", 10)
-    small, _ = _ingest_peak(tmp_path, "components", 5_000)
-    large, _ = _ingest_peak(tmp_path, "components", 20_000)
-    # 4x the record: quadratic growth would be 16x the extra memory; allow noise above 4x.
-    assert large - base < 6 * max(small - base, 16 * MIB), (base, small, large)
 
 
 # ----------------------------------------------------------------------------- bad lines
@@ -440,31 +361,3 @@ def test_a_rubric_read_from_an_endless_file_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "--rubric", "/dev/zero", "--lake", str(tmp_path / "lake")])
     assert result.exit_code == 2
     assert "larger than" in result.stderr
-
-
-# ----------------------------------------------------------------------------- acceptance
-
-
-@pytest.mark.slow
-def test_one_run_over_a_folder_mixing_every_shape_lands_and_counts_everything() -> None:
-    # Issue 12's acceptance scenario at CI size (bench/hostile_run.py --mixed runs it full):
-    # one `run` in its own process, then every line of every file accounted for.
-    from bench.hostile_run import GIB, run_mixed
-
-    small = {
-        "real_600_tools": 1,
-        "findings": 500,
-        "components": 2_000,
-        "metadata_list": 5_000,
-        "empty_objects": 20_000,
-        "gzip_bomb": 1_000_000,
-        "int64": 3,
-    }
-    result = run_mixed(small, good_runs=30, cap_bytes=4 * GIB)
-    assert result["exit_code"] == 0, result
-    assert result["normal_landed"] == 30
-    assert result["unaccounted"] == {}
-    assert result["lines_read"] == result["lines_counted"]
-    # 20k `{}` + 3 int64 + 262k bomb lines + 30 good + 4 large records.
-    assert int(str(result["lines_read"])) > 280_000
-    assert float(str(result["peak_rss_gib"])) < 2.5

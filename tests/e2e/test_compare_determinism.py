@@ -29,21 +29,31 @@ from pipeline.compare.documents import GATE_FIELDS
 from pipeline.warehouse import connect_read_only
 from tests.paths import ROOT
 
-SAMPLE = ROOT / "data" / "sample"
 runner = CliRunner()
 # The sample agent with three versions: history has two steps, compare one pair.
 AGENT = "borealis"
 COMPARE = ["--agent", AGENT, "--baseline", "2025-01-15", "--candidate", "2025-02-20", "--json"]
 HISTORY = ["--agent", AGENT, "--json"]
 FLOAT_FIELDS = [f for f in GATE_FIELDS if f not in ("paired_problems", "verdict", "gate_verdict")]
-
-
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("determinism") / "lake"
-    result = runner.invoke(app, ["run", str(SAMPLE / "tasks"), "--lake", str(where)])
+# A fresh interpreter, its Polars pool sized at start (POLARS_MAX_THREADS), runs each command
+# given as JSON in argv[1] and prints their outputs as one JSON list.
+FRESH_PROCESS = """
+import json, sys
+from typer.testing import CliRunner
+from pipeline.cli import app
+runner, outputs = CliRunner(), []
+for args in json.loads(sys.argv[1]):
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    return where
+    outputs.append(result.stdout)
+print(json.dumps(outputs))
+"""
+
+
+@pytest.fixture
+def lake(sample_lake: Path) -> Path:
+    """The session's sample lake: these tests only read it."""
+    return sample_lake
 
 
 def _in_process(command: str, args: list[str], lake: Path) -> str:
@@ -52,31 +62,33 @@ def _in_process(command: str, args: list[str], lake: Path) -> str:
     return result.stdout
 
 
-def _subprocess(command: str, args: list[str], lake: Path, threads: str | None) -> str:
+def _fresh_process(commands: list[list[str]], lake: Path, threads: str | None) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
     if threads is not None:
         env["POLARS_MAX_THREADS"] = threads
+    arguments = [[*command, "--lake", str(lake)] for command in commands]
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline", command, *args, "--lake", str(lake)],
+        [sys.executable, "-c", FRESH_PROCESS, json.dumps(arguments)],
         capture_output=True,
         text=True,
         env=env,
+        cwd=ROOT,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout
+    outputs: list[str] = json.loads(done.stdout)
+    return outputs
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("command", "args"), [("compare", COMPARE), ("history", HISTORY)])
-def test_json_is_byte_identical_run_after_run_and_across_thread_counts(
-    lake: Path, command: str, args: list[str]
-) -> None:
-    first = _in_process(command, args, lake)
-    assert json.loads(first)  # a real document, not an empty output
-    assert _in_process(command, args, lake) == first
-    assert _subprocess(command, args, lake, threads="1") == first
-    assert _subprocess(command, args, lake, threads=None) == first
+def test_json_is_byte_identical_run_after_run_and_across_thread_counts(lake: Path) -> None:
+    # Both commands in each fresh interpreter: one start per thread count, not per command.
+    commands = [["compare", *COMPARE], ["history", *HISTORY]]
+    first = [_in_process(command, args, lake) for command, *args in commands]
+    assert all(json.loads(output) for output in first)  # real documents, not empty outputs
+    assert [_in_process(command, args, lake) for command, *args in commands] == first
+    assert _fresh_process(commands, lake, threads="1") == first
+    assert _fresh_process(commands, lake, threads=None) == first
 
 
 @pytest.mark.slow

@@ -9,8 +9,9 @@ exactly what the model says of every line: landed (once), quarantined
 
 Every command runs in-process (typer's CliRunner): a step costs about a second, a process
 start-up three more. A kill at a seeded write runs in-process too (tests/crash.py leaves the
-lake as kill -9 would); one rule of LongLakeSequences kills a real `python -m pipeline run`, at most once a
-sequence, for what only a process shows: dying with the lake's lock and files open.
+lake as kill -9 would); one rule of LongLakeSequences kills a real
+`python -m pipeline run`, at most once a sequence, for what only a process shows: dying
+with the lake's lock and files open.
 """
 
 from __future__ import annotations

@@ -123,7 +123,10 @@ def test_compare_at_80_columns(lake: Path) -> None:
         assert f"{row['delta']:+.3f}" in words and row["problem_id"] in words
 
 
-def test_history_at_80_columns(lake: Path) -> None:
+# The fast tier's two commands read (a copy of) the session's sample lake, so that only the
+# slow tier builds the nightly lake above.
+def test_history_at_80_columns(sample_lake: Path) -> None:
+    lake = sample_lake
     history = json.loads(_invoke("history", "--agent", "borealis", "--lake", str(lake), "--json"))
     words = _words(_invoke("history", "--agent", "borealis", "--lake", str(lake)))
     for row in history["versions"]:
@@ -133,7 +136,8 @@ def test_history_at_80_columns(lake: Path) -> None:
             assert f"{row['step']['delta']:+.3f}" in words
 
 
-def test_rescore_diff_at_80_columns(lake: Path, tmp_path: Path) -> None:
+def test_rescore_diff_at_80_columns(sample_lake_copy: Path, tmp_path: Path) -> None:
+    lake = sample_lake_copy
     before = json.loads(
         _invoke(
             "query",
