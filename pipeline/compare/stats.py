@@ -70,7 +70,9 @@ def t_interval_from_moments(
     NaN. Where sd is 0 the interval collapses to the point and the p-value is 0
     for a non-zero mean (every problem moved by exactly that amount), 1 for 0.
     """
-    from scipy import stats as sps
+    # scipy.stats.t's ppf and sf are these two functions; scipy.special imports in half
+    # the time of scipy.stats (~0.7 s of CPU less), which every score and ingest pays.
+    from scipy.special import stdtr, stdtrit
 
     n_arr = np.asarray(n, dtype=np.int64)
     mean_arr = np.asarray(mean, dtype=np.float64)
@@ -79,10 +81,10 @@ def t_interval_from_moments(
     df = np.where(enough, n_arr - 1, 1).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(enough, sd_arr / np.sqrt(np.maximum(n_arr, 1)), np.nan)
-        crit = sps.t.ppf(0.5 + confidence / 2.0, df)
+        crit = stdtrit(df, 0.5 + confidence / 2.0)
         half = crit * se
         t_stat = np.where(se > 0, mean_arr / se, np.nan)
-        p_spread = 2.0 * sps.t.sf(np.abs(t_stat), df)
+        p_spread = 2.0 * stdtr(df, -np.abs(t_stat))
     p_flat = np.where(mean_arr == 0, 1.0, 0.0)
     p_value = np.where(enough, np.where(se > 0, p_spread, p_flat), np.nan)
     return TInterval(

@@ -74,7 +74,8 @@ def score(
     """Rescore everything under ``rubric`` (None: the lake's), make it current, refresh
     the warehouse."""
     with use_settings(settings or current_settings()), lk.lake_lock(lake):
-        notes = prepare(lake)
+        # score_locked hashes every part it reads (full: all of them) before scoring.
+        notes = prepare(lake, reads=())
         chosen = lake_rubric(lake, rubric)
         result = score_locked(lake, chosen, full=True, engine=engine or LocalEngine())
         result.notes = notes + result.notes

@@ -15,9 +15,11 @@ from pipeline.storage.state import repair_state
 INGEST_READS = (*RUN_TABLES, "quarantine", "quarantine_resolved")
 
 
-def prepare(lake: Path) -> list[str]:
+def prepare(lake: Path, *, reads: tuple[str, ...] = INGEST_READS) -> list[str]:
     """Before any work, under the lock: finish or undo a dead run, rebuild broken state
-    files, then mend broken parts (a corrupt file that ingest reads counts as broken)."""
+    files, then mend broken parts (a corrupt file of the tables the command ``reads``, by
+    default what ingest reads, counts as broken). A command that hashes what it reads
+    itself (a full rescore hashes every part it scores) passes fewer tables."""
     notes = [f"recovered: {done}" for done in lk.recover(lake)]
     notes += repair_state(lake)
-    return notes + check_and_repair(lake, hashed=INGEST_READS).problems
+    return notes + check_and_repair(lake, hashed=reads).problems

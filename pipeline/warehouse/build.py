@@ -19,7 +19,10 @@ A build is incremental: when the previous file was built by the same code (its
 fingerprint: the views' SQL, the tables' schemas, the storage version), it is
 copied and only the lake files added, changed or removed since are loaded or
 dropped; under a new rubric that is every score file, while the landed tables
-stay. Otherwise the file is built from nothing.
+stay. A file whose size or mtime moved is hashed, and one rewritten with the same bytes
+(a rescore under the same rubric rewrites every score file, mostly unchanged) is not
+loaded again: the warehouse holds its rows already. Otherwise the file is built from
+nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from pipeline.storage.lake import (
     SCORE_FAMILIES,
     fsync_path,
 )
+from pipeline.storage.parts import file_facts
 from pipeline.storage.store import LakeStore
 from pipeline.warehouse.file import (
     STORAGE_VERSION,
@@ -56,7 +60,7 @@ from pipeline.warehouse.models import STAGE_PREFIX, create_views, staged_tables,
 from schemas.registry import LANDED
 
 # Raised when the file's layout changes in a way the SQL files and schemas do not show.
-LAYOUT = 1
+LAYOUT = 2
 PART_COLUMN = "_part"
 # Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake
 # path holding one would make the build read other folders' files.
@@ -68,7 +72,10 @@ FILE_COLUMNS = {
     "part": pl.String,
     "size": pl.Int64,
     "mtime_ns": pl.Int64,
+    "sha256": pl.String,
 }
+# What says a held file may have changed; only then are its bytes hashed.
+FILE_STAT = ["tbl", "path", "part", "size", "mtime_ns"]
 
 
 @dataclass(frozen=True)
@@ -125,18 +132,19 @@ def hidden_parts(lake: Path, rubric_id: str) -> set[str]:
 
 def lake_files(lake: Path, rubric_id: str) -> pl.DataFrame:
     """The lake files the warehouse shows under ``rubric_id``, with what identifies their
-    content (size, mtime: every lake file is written whole and renamed into place)."""
+    content (size, mtime: every lake file is written whole and renamed into place); their
+    hashes are left null, for ``Changes.between`` to fill in where it needs them."""
     store = LakeStore(lake)
     hidden = hidden_parts(lake, rubric_id)
     per_part = {table for tables in SCORE_FAMILIES.values() for table in tables}
-    rows: list[tuple[str, str, str, int, int]] = []
+    rows: list[tuple[str, str, str, int, int, None]] = []
     for table in staged_tables():
         for path in store.files(table, None if table in LANDED else rubric_id):
             if path.stem in hidden and (table in LANDED or table in per_part):
                 continue
             stat = path.stat()
             relative = path.relative_to(lake).as_posix()
-            rows.append((table, relative, path.stem, stat.st_size, stat.st_mtime_ns))
+            rows.append((table, relative, path.stem, stat.st_size, stat.st_mtime_ns, None))
     return pl.DataFrame(rows, schema=FILE_COLUMNS, orient="row")
 
 
@@ -181,25 +189,37 @@ def _held_files(path: Path) -> pl.DataFrame | None:
 
 @dataclass(frozen=True)
 class Changes:
-    """Lake files to load (new or changed) and to drop (removed or changed)."""
+    """Lake files to load (new or changed) and to drop (removed or changed), and the file
+    list the warehouse holds after them (``wanted`` with every file's hash)."""
 
     load: pl.DataFrame
     drop: pl.DataFrame
+    wanted: pl.DataFrame
+    # Files rewritten with the bytes the warehouse holds: only their mtimes are recorded.
+    redated: int
 
     @classmethod
-    def between(cls, held: pl.DataFrame, wanted: pl.DataFrame) -> Changes:
-        keys = list(FILE_COLUMNS)
-        return cls(
-            load=wanted.join(held, on=keys, how="anti"),
-            drop=held.join(wanted, on=keys, how="anti"),
+    def between(cls, lake: Path, held: pl.DataFrame, wanted: pl.DataFrame) -> Changes:
+        moved = wanted.join(held, on=FILE_STAT, how="anti")
+        hashes = [file_facts(lake / relative)["sha256"] for relative in moved["path"]]
+        moved = moved.with_columns(sha256=pl.Series(hashes, dtype=pl.String))
+        # Same table, path and bytes as the file the warehouse holds: only its mtime moved.
+        same = moved.join(held, on=["tbl", "path", "part", "size", "sha256"], how="semi")
+        load = moved.join(same, on=["tbl", "path"], how="anti")
+        drop = held.join(wanted, on=FILE_STAT, how="anti").join(
+            same, on=["tbl", "path"], how="anti"
         )
+        known = pl.concat([held.join(moved, on=["tbl", "path"], how="anti"), moved])
+        wanted = wanted.drop("sha256").join(
+            known.select("tbl", "path", "sha256"), on=["tbl", "path"], how="left"
+        )
+        return cls(load, drop, wanted.select(list(FILE_COLUMNS)), same.height)
 
 
-def _apply(
-    con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes, wanted: pl.DataFrame
-) -> None:
+def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None:
     """Drop the rows of the parts in ``changes.drop``, load the files of ``changes.load``,
-    and record ``wanted`` as the files the warehouse now holds."""
+    and record ``changes.wanted`` as the files the warehouse now holds."""
+    wanted = changes.wanted
     tables = set(changes.drop["tbl"]) | set(changes.load["tbl"])
     for table in sorted(tables):
         dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
@@ -233,9 +253,7 @@ def remove_leftovers(lake: Path) -> None:
         stray.unlink(missing_ok=True)
 
 
-def _write(
-    lake: Path, rubric_id: str, *, incremental: bool, changes: Changes, wanted: pl.DataFrame
-) -> None:
+def _write(lake: Path, rubric_id: str, *, incremental: bool, changes: Changes) -> None:
     """The new file, beside the final one (a copy of it when ``incremental``), renamed into
     place once whole."""
     final = warehouse_path(lake)
@@ -248,7 +266,7 @@ def _write(
             if not incremental:
                 _create(con)
             con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", rubric_id])
-            _apply(con, lake, changes, wanted)
+            _apply(con, lake, changes)
             con.execute("checkpoint")
         finally:
             con.close()
@@ -271,10 +289,11 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     remove_leftovers(lake)
     wanted = lake_files(lake, rubric_id)
     held = _held_files(warehouse_path(lake))
-    changes = Changes.between(pl.DataFrame(schema=FILE_COLUMNS) if held is None else held, wanted)
-    changed = changes.load.height or changes.drop.height or built_rubric_id(lake) != rubric_id
-    if held is None or changed:
-        _write(lake, rubric_id, incremental=held is not None, changes=changes, wanted=wanted)
+    empty = pl.DataFrame(schema=FILE_COLUMNS)
+    changes = Changes.between(lake, empty if held is None else held, wanted)
+    changed = changes.load.height or changes.drop.height or changes.redated
+    if held is None or changed or built_rubric_id(lake) != rubric_id:
+        _write(lake, rubric_id, incremental=held is not None, changes=changes)
     return Build(
         path=warehouse_path(lake),
         incremental=held is not None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import shutil
 import subprocess
@@ -365,6 +366,31 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     assert not fresh.incremental
     assert_same_rows(incremental[0], every_stage_table(warehouse_path(lake)))
     assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
+
+
+@pytest.mark.slow
+def test_a_rescore_that_changes_no_score_loads_nothing_again(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    jobs.run([SAMPLE / "tasks" / "atlas.jsonl"], lake, DEFAULT)
+    views = every_view(warehouse_path(lake))
+    scored = sorted((lake / "scores").rglob("*.parquet"))
+    before = [path.stat().st_mtime_ns for path in scored]
+    jobs.score(lake, DEFAULT)  # every score file rewritten, with the same bytes
+
+    assert [path.stat().st_mtime_ns for path in scored] != before
+    assert_same_rows(views, every_view(warehouse_path(lake)))
+    # Only the mtime moves: the build records it and loads nothing; the next one writes nothing.
+    stat = scored[0].stat()
+    os.utime(scored[0], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    redated = build_warehouse(lake, DEFAULT.rubric_id)
+    assert (redated.files_loaded, redated.files_dropped) == (0, 0)
+    kept = warehouse_path(lake).stat()
+    build_warehouse(lake, DEFAULT.rubric_id)
+    assert warehouse_path(lake).stat().st_ino == kept.st_ino
+    # Other bytes: the file is loaded again.
+    lk.write_parquet_atomic(pl.read_parquet(scored[0]).head(0), scored[0])
+    changed = build_warehouse(lake, DEFAULT.rubric_id)
+    assert (changed.files_loaded, changed.files_dropped) == (1, 1)
 
 
 @pytest.mark.slow

@@ -51,25 +51,33 @@ with recursive nodes (row_nr, fullkey, place, node_type, node) as (
         fullkey || unnest(
             case
                 when node_type = 'OBJECT' then list_transform(
-                    json_keys(node),
+                    keys,
                     lambda k: case
                         when regexp_full_match(k, '[A-Za-z][A-Za-z0-9_]*') then '.' || k
                         else '."' || replace(replace(k, '\', '\\'), '"', '\"') || '"'
                     end
                 )
-                else list_transform(range(json_array_length(node)::bigint), lambda i: '[' || i || ']')
+                else list_transform(range(len(children)::bigint), lambda i: '[' || i || ']')
             end
         ),
-        list_append(place, unnest(range(
+        list_append(place, unnest(range(len(children)::bigint))),
+        json_type(unnest(children)),
+        unnest(children)
+    -- Each node's keys and children read once (one parse each), not once per use.
+    from (
+        select
+            row_nr,
+            fullkey,
+            place,
+            node_type,
+            case when node_type = 'OBJECT' then json_keys(node) end as keys,
             case
-                when node_type = 'OBJECT' then len(json_keys(node))
-                else json_array_length(node)
-            end::bigint
-        ))),
-        json_type(unnest(list_concat(json_extract(node, '$.*'), json_extract(node, '$[*]')))),
-        unnest(list_concat(json_extract(node, '$.*'), json_extract(node, '$[*]')))
-    from nodes
-    where node_type in ('OBJECT', 'ARRAY')
+                when node_type = 'OBJECT' then json_extract(node, '$.*')
+                else json_extract(node, '$[*]')
+            end as children
+        from nodes
+        where node_type in ('OBJECT', 'ARRAY')
+    )
 )
 select row_nr, fullkey, place, node_type, node
 from nodes;

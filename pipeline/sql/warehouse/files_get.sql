@@ -1,1 +1,1 @@
-select tbl, path, part, size, mtime_ns from _lake_files
+select tbl, path, part, size, mtime_ns, sha256 from _lake_files
