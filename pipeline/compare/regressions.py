@@ -7,16 +7,25 @@ instead of re-deriving a t quantile in SQL. They depend on the landed runs and o
 rubric's scores, so the table is rebuilt inside every transaction that changes either
 (scoring, and a bare ingest), from the files that transaction will leave in place: the
 table never describes scores the lake does not hold.
+
+Beside the table, a small JSON file records what it was built from (a digest of its
+inputs) and its own bytes' SHA-256. A transaction whose inputs digest to the same value,
+while the table on disk still has the recorded bytes, leaves both alone: a rescore under
+the same rubric rewrites every score file byte for byte, and building the table again
+(with scipy's import, ~0.6 s of CPU) would give the same bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from importlib import metadata
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 
-from pipeline.compare import gate, stats
+from pipeline.compare import gate, metrics, repeatable, stats
 from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
 from schemas import checked
@@ -25,6 +34,8 @@ from schemas.registry import SCORED
 TABLE: Final = lk.VERSION_REGRESSIONS
 # One file per rubric, named so it can never collide with a part's name.
 FILE_NAME: Final = "all-versions.parquet"
+# What the table was built from, beside it (not Parquet, so no reader takes it for a table).
+INPUTS_NAME: Final = "all-versions.inputs.json"
 RUN_COLUMNS: Final = ("run_id", "agent", "agent_version", "problem_id", "env_type", "graded_at")
 SCORE_COLUMNS: Final = ("run_id", "status", "score", "passed")
 
@@ -45,8 +56,57 @@ def build(
     return checked(SCORED[TABLE], table)
 
 
-def stage(lake: Path, rubric_id: str, tx: lk.Transaction) -> int:
-    """Rebuild the table for ``rubric_id`` inside ``tx``; the number of rows written."""
-    frame = build(runs_after(lake, rubric_id, tx), rubric_id)
-    LakeStore(lake).write_rubric_table(tx, rubric_id, TABLE, FILE_NAME, frame)
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _code_digest() -> str:
+    """The code and library the table's numbers come from: a change to either rebuilds it."""
+    digest = hashlib.sha256(metadata.version("scipy").encode())
+    for module in (gate, metrics, repeatable, stats):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    digest.update(Path(__file__).read_bytes() + repr(SCORED[TABLE].to_schema()).encode())
+    return digest.hexdigest()
+
+
+def inputs_digest(lake: Path, rubric_id: str, confidence: float, tx: lk.Transaction) -> str:
+    """A digest of everything the table is computed from, as ``tx`` will leave it.
+
+    Landed files count by size and mtime (a rename keeps both; the lake trusts them the same
+    way between deep checks); score files by their bytes, which a rescore rewrites.
+    """
+    runs = tx.files_after(lk.table_dir(lake, "task_runs"))
+    scores = tx.files_after(lk.score_dir(lake, rubric_id, "task_scores"))
+    landed = sorted(f"{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in runs)
+    scored = sorted(_sha256(path) for path in scores)
+    document = [_code_digest(), rubric_id, repr(confidence), landed, scored]
+    return hashlib.sha256(json.dumps(document).encode()).hexdigest()
+
+
+def _unchanged(directory: Path, digest: str) -> bool:
+    """The committed table was built from inputs with ``digest`` and still has its bytes."""
+    try:
+        recorded: Any = lk.read_json(directory / INPUTS_NAME, None)
+    except lk.StateFileError:
+        return False  # a damaged record only costs a rebuild, which rewrites it
+    table = directory / FILE_NAME
+    return (
+        isinstance(recorded, dict)
+        and recorded.get("inputs") == digest
+        and table.is_file()
+        and recorded.get("table_sha256") == _sha256(table)
+    )
+
+
+def stage(lake: Path, rubric_id: str, tx: lk.Transaction) -> int | None:
+    """Rebuild the table for ``rubric_id`` inside ``tx``; the number of rows written, None
+    when its inputs are those it was built from (the table is left as it is)."""
+    confidence = stats.DEFAULT_CONFIDENCE
+    digest = inputs_digest(lake, rubric_id, confidence, tx)
+    directory = lk.score_dir(lake, rubric_id, TABLE)
+    if _unchanged(directory, digest):
+        return None
+    frame = build(runs_after(lake, rubric_id, tx), rubric_id, confidence)
+    staged = LakeStore(lake).write_rubric_table(tx, rubric_id, TABLE, FILE_NAME, frame)
+    tx.write_json(directory / INPUTS_NAME, {"inputs": digest, "table_sha256": _sha256(staged)})
     return frame.height

@@ -70,10 +70,6 @@ def t_interval_from_moments(
     NaN. Where sd is 0 the interval collapses to the point and the p-value is 0
     for a non-zero mean (every problem moved by exactly that amount), 1 for 0.
     """
-    # scipy.stats.t's ppf and sf are these two functions; scipy.special imports in half
-    # the time of scipy.stats (~0.7 s of CPU less), which every score and ingest pays.
-    from scipy.special import stdtr, stdtrit
-
     n_arr = np.asarray(n, dtype=np.int64)
     mean_arr = np.asarray(mean, dtype=np.float64)
     sd_arr = np.asarray(sd, dtype=np.float64)
@@ -81,10 +77,9 @@ def t_interval_from_moments(
     df = np.where(enough, n_arr - 1, 1).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(enough, sd_arr / np.sqrt(np.maximum(n_arr, 1)), np.nan)
-        crit = stdtrit(df, 0.5 + confidence / 2.0)
-        half = crit * se
         t_stat = np.where(se > 0, mean_arr / se, np.nan)
-        p_spread = 2.0 * stdtr(df, -np.abs(t_stat))
+        crit, p_spread = _t_quantile_and_tail(df, t_stat, confidence, needed=bool(enough.any()))
+        half = crit * se
     p_flat = np.where(mean_arr == 0, 1.0, 0.0)
     p_value = np.where(enough, np.where(se > 0, p_spread, p_flat), np.nan)
     return TInterval(
@@ -96,6 +91,23 @@ def t_interval_from_moments(
         ci_high=np.where(enough, mean_arr + half, np.nan),
         p_value=p_value,
     )
+
+
+def _t_quantile_and_tail(
+    df: FloatArray, t_stat: FloatArray, confidence: float, *, needed: bool
+) -> tuple[FloatArray, FloatArray]:
+    """Student t's two-sided critical value and ``2 * sf(|t|)``; NaN where not ``needed``
+    (no pair has the two problems an interval needs: a lake of one version per agent)."""
+    if not needed:
+        nothing = np.full(np.broadcast(df, t_stat).shape, np.nan)
+        return nothing, nothing
+    # scipy.stats.t's ppf and sf are these two functions; scipy.special imports in half
+    # the time of scipy.stats (~0.7 s of CPU less), which every score and ingest pays.
+    from scipy.special import stdtr, stdtrit
+
+    crit: FloatArray = stdtrit(df, 0.5 + confidence / 2.0)
+    tail: FloatArray = 2.0 * stdtr(df, -np.abs(t_stat))
+    return crit, tail
 
 
 def paired_t(differences: npt.ArrayLike, confidence: float = DEFAULT_CONFIDENCE) -> TInterval:

@@ -57,8 +57,10 @@ def score_locked(
     with lk.Transaction(lake) as tx:
         counts = (engine or LocalEngine()).score(store, rubric, parts, tx, seconds)
         if full:
-            # Scores of parts that are no longer landed (removed by hand) go too.
-            store.drop_scores_except(tx, rubric.rubric_id, list(SCORED), parts)
+            # Scores of parts that are no longer landed (removed by hand) go too; a table
+            # of the whole rubric has no part and is left to its own rebuild below.
+            per_part = [table for table in SCORED if table not in lk.RUBRIC_TABLES]
+            store.drop_scores_except(tx, rubric.rubric_id, per_part, parts)
         # The gate's table follows the scores it is computed from, in the same commit.
         version_regressions.stage(lake, rubric.rubric_id, tx)
         stage_rubric(tx, lake, rubric)

@@ -144,9 +144,10 @@ class LakeStore:
 
     def write_rubric_table(
         self, tx: lk.Transaction, rubric_id: str, table: str, name: str, frame: pl.DataFrame
-    ) -> None:
-        """A score table of a whole rubric, not of a part (e.g. version_regressions)."""
-        tx.write(self._score_dir(rubric_id, table) / name, frame)
+    ) -> Path:
+        """A score table of a whole rubric, not of a part (e.g. version_regressions); the
+        staged file."""
+        return tx.write(self._score_dir(rubric_id, table) / name, frame)
 
     def drop_scores_except(
         self, tx: lk.Transaction, rubric_id: str, tables: list[str], keep: list[str]

@@ -47,6 +47,7 @@ def test_paired_t_agrees_with_scipy_ttest_rel() -> None:
 def test_too_few_pairs_gives_no_interval_and_no_change() -> None:
     one = stats.paired_t(np.array([-0.9]))
     assert math.isnan(float(one.ci_low)) and math.isnan(float(one.ci_high))
+    assert math.isnan(float(one.p_value)) and math.isnan(float(one.se))
     assert float(one.mean) == pytest.approx(-0.9)
     assert str(stats.verdict(one.ci_low, one.ci_high, one.n)) == stats.NO_CHANGE
     none = stats.paired_t(np.array([], dtype=np.float64))
