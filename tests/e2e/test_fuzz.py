@@ -43,7 +43,7 @@ from tests.strategies import (
 )
 
 SEED = 20261202
-BIG_RUN_LINES = sized(4_000, 10_000)
+BIG_RUN_LINES = sized(2_000, 10_000)
 # Each example lands whole files into a fresh lake (a few tenths of a second), so the
 # counts stay modest; the big run is where the volume is.
 FUZZ_SETTINGS = settings(

@@ -36,7 +36,7 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.storage import lake as lake_module
 from tests.crash import killed_at
-from tests.examples import examples
+from tests.examples import examples, sized
 
 runner = CliRunner()
 DEFAULT_ID = "default"  # the model's name for "whatever id the defaults have"
@@ -358,4 +358,6 @@ def test_long_sequences() -> None:
     """
     from hypothesis.stateful import run_state_machine_as_test
 
-    run_state_machine_as_test(LongLakeSequences, settings=_settings(count=examples(3), steps=8))
+    # Two sequences by default (each ~10 s); soak keeps its twelve.
+    count = sized(2, examples(3))
+    run_state_machine_as_test(LongLakeSequences, settings=_settings(count=count, steps=8))
