@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from pipeline.ingest.batch import Batch
-from pipeline.ingest.quarantine import quarantined_lines
+from pipeline.ingest.quarantine import line_rows, quarantined_lines
 
 
 @dataclass(frozen=True)
@@ -114,16 +114,7 @@ def dedupe(
             task_clash.with_columns(record_kind=pl.lit("task")),
             surface_clash.with_columns(record_kind=pl.lit("surface")),
         ]
-    ).select(
-        "row_nr",
-        "source",
-        "line",
-        pl.lit(None, pl.Int64).alias("line_end"),
-        "reason",
-        "raw",
-        "record_kind",
-        batch_id=pl.lit(batch.batch_id),
-    )
+    ).select(line_rows(batch.batch_id))
     every_reject = pl.concat([batch.quarantine, clash_rows.cast(batch.quarantine.schema)])
     place = ["source", "line", "raw"]
     after_seen = every_reject.join(

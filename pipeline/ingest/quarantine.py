@@ -18,16 +18,22 @@ R = TypeVar("R")
 
 def quarantine_rows(lines: pl.DataFrame, reasons: pl.DataFrame, batch_id: str) -> pl.DataFrame:
     """Quarantine rows (row_nr + the Quarantine model's columns) for row_nr -> reason."""
-    return reasons.join(lines.select("row_nr", "source", "line", "raw"), on="row_nr").select(
-        "row_nr",
-        "source",
-        "line",
+    joined = reasons.join(lines.select("row_nr", "source", "line", "raw"), on="row_nr")
+    return joined.select(line_rows(batch_id))
+
+
+def line_rows(batch_id: str) -> list[pl.Expr]:
+    """A quarantine row's columns for one refused line (row_nr first; not a block)."""
+    return [
+        pl.col("row_nr"),
+        pl.col("source"),
+        pl.col("line"),
         pl.lit(None, pl.Int64).alias("line_end"),
-        "reason",
-        "raw",
+        pl.col("reason"),
+        pl.col("raw"),
         pl.col("record_kind").cast(pl.String),
-        batch_id=pl.lit(batch_id),
-    )
+        pl.lit(batch_id).alias("batch_id"),
+    ]
 
 
 def row_lines() -> pl.Expr:
