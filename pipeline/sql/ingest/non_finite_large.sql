@@ -1,7 +1,5 @@
--- non_finite.sql for large records, with the same output and the same rule: the first path
--- (in document order) holding a number no column can hold as written (a non-finite number
--- in any case DuckDB's reader accepts, a literal that overflows a double, or an integer
--- outside the 64-bit signed range), found by json_nodes (queries/session.sql), which
+-- non_finite.sql for large records, with the same output and the same rule
+-- (number_problem, queries/session.sql), found by json_nodes (queries/session.sql), which
 -- walks the tree one level at a time, as run_metadata.sql does. json_tree carries
 -- the whole document on every node, so a report of 30k findings would cost 30k copies of
 -- itself; here each level holds the document's text at most once. Paths are written as
@@ -13,38 +11,14 @@ with roots as (
     from suspects
 ),
 
-nodes as (
-    select row_nr, fullkey, place, node_type, node
-    from json_nodes(roots)
-),
-
-flagged as (
+judged as (
     select
         row_nr,
         place,
         fullkey as path,
         node::varchar as literal,
-        case
-            when node_type <> 'DOUBLE' or regexp_full_match(node::varchar, '-?[0-9]+')
-                then 'integer_range'
-            else 'non_finite'
-        end as problem
-    from nodes
-    -- The same predicate as non_finite.sql's.
-    where (node_type = 'UBIGINT' and try_cast(node::varchar as ubigint) > 9223372036854775807)
-        or (
-            node_type = 'DOUBLE'
-            and (
-                not isfinite(try_cast(node::varchar as double))
-                or regexp_full_match(node::varchar, '-?[0-9]+')
-            )
-        )
+        number_problem(node_type, node::varchar) as problem
+    from json_nodes(roots)
 )
 
-select
-    row_nr,
-    arg_min(path, place) as path,
-    arg_min(literal, place) as literal,
-    arg_min(problem, place) as number_problem
-from flagged
-group by row_nr
+select * from first_number_problems(judged)

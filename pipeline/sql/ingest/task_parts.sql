@@ -6,24 +6,25 @@
 -- every row, so a record of 30k components would cost 30k copies of itself.
 -- Input: view `fields` (row_nr, subscores_json, weights_json, penalties_json).
 -- Output: row_nr, part, name, value_type, value.
-with members as (
-    select row_nr, 'subscores' as part,
-        unnest(json_keys(subscores_json::varchar)) as name,
-        unnest(json_extract(subscores_json::varchar, '$.*')) as member
-    from fields
-    where subscores_json is not null
-    union all
-    select row_nr, 'weights' as part,
-        unnest(json_keys(weights_json::varchar)) as name,
-        unnest(json_extract(weights_json::varchar, '$.*')) as member
-    from fields
-    where weights_json is not null
-    union all
-    select row_nr, 'penalties' as part,
-        unnest(json_keys(penalties_json::varchar)) as name,
-        unnest(json_extract(penalties_json::varchar, '$.*')) as member
-    from fields
-    where penalties_json is not null
+with fragments as (
+    -- One row per present part (unpivot leaves out null fragments).
+    unpivot (
+        select
+            row_nr,
+            subscores_json::varchar as subscores,
+            weights_json::varchar as weights,
+            penalties_json::varchar as penalties
+        from fields
+    )
+    on subscores, weights, penalties
+    into name part value fragment
+),
+
+members as (
+    select row_nr, part,
+        unnest(json_keys(fragment)) as name,
+        unnest(json_extract(fragment, '$.*')) as member
+    from fragments
 )
 
 select row_nr, part, name, json_type(member) as value_type, try_cast(member as double) as value

@@ -81,3 +81,30 @@ with recursive nodes (row_nr, fullkey, place, node_type, node) as (
 )
 select row_nr, fullkey, place, node_type, node
 from nodes;
+
+-- number_problem(node_type, literal): why a JSON number (its json_type and its literal) is
+-- one no column can hold as written, or null when it is not: 'non_finite' for NaN,
+-- Infinity, ... in any case DuckDB's reader accepts, or a literal that overflows a double
+-- like 1e999; 'integer_range' for an integer outside the 64-bit signed range (DuckDB types
+-- 2^63..2^64-1 as UBIGINT and larger integer literals as DOUBLE, rounded). DuckDB types
+-- every integer >= 0 as UBIGINT: only those past 2^63-1 are out of range.
+create or replace temp macro number_problem(node_type, literal) as case
+    when node_type = 'UBIGINT' and try_cast(literal as ubigint) > 9223372036854775807
+        then 'integer_range'
+    when node_type = 'DOUBLE' and regexp_full_match(literal, '-?[0-9]+') then 'integer_range'
+    when node_type = 'DOUBLE' and not isfinite(try_cast(literal as double)) then 'non_finite'
+end;
+
+-- first_number_problems(nodes): per row_nr, the first number with a problem, in document
+-- order. nodes: a relation (row_nr, place, path, literal, problem), `place` ordering a
+-- record's nodes as the document does, `problem` null for a number that has none.
+-- Output: row_nr, path, literal, number_problem.
+create or replace temp macro first_number_problems(nodes) as table
+select
+    row_nr,
+    arg_min(path, place) as path,
+    arg_min(literal, place) as literal,
+    arg_min(problem, place) as number_problem
+from query_table(nodes)
+where problem is not null
+group by row_nr;
