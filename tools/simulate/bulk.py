@@ -19,13 +19,12 @@ from tools.simulate.tasks import (
     PROJECTS,
     Floats,
     Ints,
-    audit_drivers,
     build_task_flat,
-    cost_columns,
     graded_at,
     known_ids,
-    skill_drivers,
-    uniform_columns,
+    run_draws,
+    run_id,
+    skilled_runs,
 )
 
 BULK_AGENTS = ("bench-a", "bench-b", "bench-c")
@@ -89,14 +88,9 @@ def _bulk_base(n: int, seed: int, env_types: Sequence[str]) -> pl.DataFrame:
         pl.Series("seconds", version_index * 21 * 86_400 + rng.integers(0, 86_400 * 14, n)),
         *[pl.Series(name, rng.uniform(0.0, 1.0, n)) for name in _CRN_NAMES],
         *[pl.Series(f"spread_{k}", rng.uniform(-0.15, 0.15, n)) for k in range(3)],
-        *pl.DataFrame(uniform_columns(rng, n)).get_columns(),
-        *pl.DataFrame(cost_columns(rng, n)).get_columns(),
+        *run_draws(rng, n),
     )
-    return runs.with_columns(
-        *skill_drivers(),
-        pl.format("{}-{}-{}-t{}", "agent", "agent_version", "problem_id", "trial").alias("run_id"),
-        graded_at(pl.col("seconds"), pl.col("utc_offset")).alias("graded_at"),
-    ).with_columns(*audit_drivers())
+    return skilled_runs(runs, pl.col("seconds"))
 
 
 _CRN_NAMES = ("gate_u", "quality_u", "recall_u", "dup_u", "nc_u")
@@ -196,8 +190,7 @@ def generate_versions(
                 pl.lit(version).alias("agent_version"),
                 pl.lit(True).alias("gate"),
                 *[pl.lit(0.0).alias(f"spread_{k}") for k in range(3)],
-                *pl.DataFrame(uniform_columns(rng, n)).get_columns(),
-                *pl.DataFrame(cost_columns(rng, n)).get_columns(),
+                *run_draws(rng, n),
                 pl.lit(1.0).alias("precision"),
                 pl.col("quality").alias("recall"),
                 (pl.col("known") * pl.col("quality")).floor().cast(pl.Int64).alias("audit_found"),
@@ -205,9 +198,7 @@ def generate_versions(
                 pl.lit(0, dtype=pl.Int64).alias("audit_non_crashers"),
             ).with_columns(
                 pl.col("audit_found").alias("audit_submissions"),
-                pl.format("{}-{}-{}-t{}", "agent", "agent_version", "problem_id", "trial").alias(
-                    "run_id"
-                ),
+                run_id(),
                 graded_at(
                     version_index * 21 * 86_400 + pl.col("trial") * 3_600 + pl.col("k"),
                     pl.lit("+00:00"),

@@ -17,13 +17,10 @@ from tools.simulate.tasks import (
     FUNCTIONAL_TESTS_TOTAL,
     PROBLEMS_PER_ENV,
     PROJECTS,
-    audit_drivers,
     build_task_flat,
-    cost_columns,
-    graded_at,
     known_ids,
-    skill_drivers,
-    uniform_columns,
+    run_draws,
+    skilled_runs,
 )
 
 
@@ -176,16 +173,9 @@ def _sample_base(seed: int) -> pl.DataFrame:
         pl.Series("nc_u", draws["nc_u"]),
         skill.alias("skill"),
         pl.Series("order_s", rng.integers(0, 86_400 * 14, n)),
-        *pl.DataFrame(uniform_columns(rng, n)).get_columns(),
-        *pl.DataFrame(cost_columns(rng, n)).get_columns(),
-    ).with_columns(
-        *skill_drivers(),
-        pl.format("{}-{}-{}-t{}", "agent", "agent_version", "problem_id", "trial").alias("run_id"),
-        graded_at(version_days * 86_400 + pl.col("order_s"), pl.col("utc_offset")).alias(
-            "graded_at"
-        ),
+        *run_draws(rng, n),
     )
-    return runs.with_columns(*audit_drivers()).sort(
+    return skilled_runs(runs, version_days * 86_400 + pl.col("order_s")).sort(
         "agent_index", "version_index", "problem_index", "trial"
     )
 

@@ -362,6 +362,20 @@ def uniform_columns(rng: np.random.Generator, n: int) -> dict[str, Floats]:
     return {f"u{k}": rng.uniform(0.0, 1.0, n) for k in range(1, 6)}
 
 
+def run_draws(rng: np.random.Generator, n: int) -> list[pl.Series]:
+    """Per run, the uniform draws (uniform_columns), then the costs (cost_columns)."""
+    return [
+        *pl.DataFrame(uniform_columns(rng, n)).get_columns(),
+        *pl.DataFrame(cost_columns(rng, n)).get_columns(),
+    ]
+
+
+def run_id() -> pl.Expr:
+    return pl.format("{}-{}-{}-t{}", "agent", "agent_version", "problem_id", "trial").alias(
+        "run_id"
+    )
+
+
 def known_ids(project: pl.Expr, tag: pl.Expr, count: pl.Expr, frame: pl.DataFrame) -> pl.Series:
     """Per row: ``<project>-<tag>-dNN`` for NN in 0..count-1 (audit's known defects)."""
     exploded = (
@@ -405,3 +419,13 @@ def audit_drivers() -> list[pl.Expr]:
         .otherwise(0.0)
         .alias("precision"),
     ]
+
+
+def skilled_runs(runs: pl.DataFrame, seconds: pl.Expr) -> pl.DataFrame:
+    """``runs`` with their outcomes drawn from skill (skill_drivers, then audit_drivers),
+    run_id, and graded_at ``seconds`` after EPOCH in each run's utc_offset."""
+    return runs.with_columns(
+        *skill_drivers(),
+        run_id(),
+        graded_at(seconds, pl.col("utc_offset")).alias("graded_at"),
+    ).with_columns(*audit_drivers())
