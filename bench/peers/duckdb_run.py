@@ -11,12 +11,11 @@ Writes OUT_DIR/runs.parquet and OUT_DIR/components.parquet.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import duckdb
 
-from bench.peers.rubric import DEFAULT_RUBRIC, PeerRubric, load
+from bench.peers.rubric import PeerRubric, peer_main
 
 # The input's columns with their types: read_json parses each line once into these.
 LOAD_RUNS = """
@@ -149,13 +148,7 @@ def run(jsonl: Path, out: Path, rubric: PeerRubric) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.duckdb_run")
-    parser.add_argument("jsonl", type=Path)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC)
-    args = parser.parse_args(argv)
-    run(args.jsonl, args.out, load(args.rubric))
-    return 0
+    return peer_main("python -m bench.peers.duckdb_run", "jsonl", run, argv)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@ Writes OUT_DIR/runs.parquet and OUT_DIR/components.parquet.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import polars as pl
 
-from bench.peers.rubric import DEFAULT_RUBRIC, PeerRubric, load
+from bench.peers.rubric import PeerRubric, peer_main
 
 RUNS = [
     "run_id",
@@ -152,13 +151,7 @@ def rescore(lake: Path, out: Path, rubric: PeerRubric) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.polars_rescore")
-    parser.add_argument("lake", type=Path)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC)
-    args = parser.parse_args(argv)
-    rescore(args.lake, args.out, load(args.rubric))
-    return 0
+    return peer_main("python -m bench.peers.polars_rescore", "lake", rescore, argv)
 
 
 if __name__ == "__main__":

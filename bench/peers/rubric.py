@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,3 +34,16 @@ def load(path: Path = DEFAULT_RUBRIC) -> PeerRubric:
         penalty_scale=float(task["penalty_scale"]),
         failure_threshold=task.get("failure_threshold"),
     )
+
+
+def peer_main(
+    prog: str, source: str, work: Callable[[Path, Path, PeerRubric], None], argv: list[str] | None
+) -> int:
+    """A peer's command line: ``<source> <out> [--rubric FILE]``, then ``work`` on them."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument(source, type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC)
+    args = parser.parse_args(argv)
+    work(getattr(args, source), args.out, load(args.rubric))
+    return 0
