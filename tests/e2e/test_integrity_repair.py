@@ -62,6 +62,17 @@ def _landed_file(lake: Path, table: str) -> Path:
 FLIPS = random.Random(13)
 
 
+def _flip_a_part_then(lake: Path, *command: str) -> None:
+    """A byte in the middle of a landed task_runs part flipped (mtime kept), then
+    ``command`` on the lake: it succeeds, naming the part's bad hash and removing it whole."""
+    target = _landed_file(lake, "task_runs")
+    _flip(target, target.stat().st_size // 2, keep_mtime=True)
+    code, output = invoke(*command, "--lake", str(lake))
+    assert code == 0, output
+    assert "does not match its manifest's SHA-256" in output
+    assert "removed whole" in output
+
+
 @pytest.mark.parametrize("table", ["task_runs", "task_components", "run_metadata"])
 @pytest.mark.slow
 def test_every_single_byte_flip_of_a_landed_part_is_found_by_check(
@@ -86,12 +97,7 @@ def test_a_corrupt_part_is_removed_before_scoring_reads_it_and_lands_again(
     sample_lake_copy: Path, sample_runs: int
 ) -> None:
     lake, runs = sample_lake_copy, sample_runs
-    target = _landed_file(lake, "task_runs")
-    _flip(target, target.stat().st_size // 2, keep_mtime=True)
-    code, output = invoke("score", "--lake", str(lake))
-    assert code == 0, output
-    assert "does not match its manifest's SHA-256" in output
-    assert "removed whole" in output
+    _flip_a_part_then(lake, "score")
     assert _task_runs_count(lake) < runs
     code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
     assert code == 0, output
@@ -104,12 +110,7 @@ def test_a_flip_with_the_mtime_kept_is_found_when_run_reads_the_part_to_dedupe(
     sample_lake_copy: Path, sample_runs: int
 ) -> None:
     lake, runs = sample_lake_copy, sample_runs
-    target = _landed_file(lake, "task_runs")
-    _flip(target, target.stat().st_size // 2, keep_mtime=True)
-    code, output = invoke("run", str(SAMPLE_TASKS), "--lake", str(lake))
-    assert code == 0, output
-    assert "does not match its manifest's SHA-256" in output
-    assert "removed whole" in output
+    _flip_a_part_then(lake, "run", str(SAMPLE_TASKS))
     # Its sources were read again in the same run: nothing lost, nothing twice.
     assert _task_runs_count(lake) == runs
     assert invoke("check", "--lake", str(lake))[0] == 0
@@ -145,13 +146,18 @@ def small_inbox(inbox: Path) -> None:
         )
 
 
-@pytest.mark.slow
-def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
+def _after_a_nightly(tmp_path: Path) -> tuple[Path, Path, int]:
+    """The inbox and lake after a nightly of small_inbox, and the task runs it landed."""
     inbox, lake = tmp_path / "inbox", tmp_path / "lake"
     make_lake(tmp_path, lake)
     small_inbox(inbox)
     assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
-    runs = _task_runs_count(lake)
+    return inbox, lake, _task_runs_count(lake)
+
+
+@pytest.mark.slow
+def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
+    inbox, lake, runs = _after_a_nightly(tmp_path)
     target = _landed_file(lake, "task_components")
     _flip(target, 100, keep_mtime=False)
     code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
@@ -210,11 +216,7 @@ def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
 
 @pytest.mark.slow
 def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: Path) -> None:
-    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
-    make_lake(tmp_path, lake)
-    small_inbox(inbox)
-    assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
-    runs = _task_runs_count(lake)
+    inbox, lake, runs = _after_a_nightly(tmp_path)
     ledger = lake / "_state" / "ledger.json"
     ledger.write_bytes(b"")
     code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
