@@ -52,6 +52,10 @@ NOISE_PROBE = "noise"
 AGREEMENT_EPSILON = 1e-9
 # CONTRACT 5: an unphased server's by_phase row is "named all".
 ALL_PHASES = "all"
+# The unique keys the score tables are sorted by: a report, and a finding of it (a phase
+# row is keyed by the token_cost finding it comes from).
+RUN_KEY = ("run_id",)
+FINDING_KEY = ("run_id", "finding_index")
 
 
 @dataclass(frozen=True)
@@ -271,12 +275,14 @@ def score_surfaces(runs: pl.LazyFrame, findings: pl.LazyFrame, rubric: Rubric) -
     table = _grade(table, rubric)
     run_scores = table.with_columns(rubric_id=rubric_id).select(list(polars_schema(SurfaceScore)))
     phases = _phase_scores(scored, table, s).with_columns(rubric_id=rubric_id)
+    # Sorted by their unique keys, as the task scores are: the joins above leave the
+    # streaming engine's order, and rescoring the same input should write identical files.
     return SurfaceScoring(
-        runs=run_scores.cast(polars_schema(SurfaceScore)),
-        findings=finding_scores.cast(polars_schema(SurfaceFindingScore)),
-        phases=phases.select(list(polars_schema(SurfacePhaseScore))).cast(
-            polars_schema(SurfacePhaseScore)
-        ),
+        runs=run_scores.cast(polars_schema(SurfaceScore)).sort(RUN_KEY),
+        findings=finding_scores.cast(polars_schema(SurfaceFindingScore)).sort(FINDING_KEY),
+        phases=phases.select(list(polars_schema(SurfacePhaseScore)))
+        .cast(polars_schema(SurfacePhaseScore))
+        .sort(FINDING_KEY),
     )
 
 
