@@ -34,6 +34,7 @@ from schemas.surface import (
 )
 from schemas.tasks import Quarantine
 from tests.examples import examples
+from tests.paths import ROOT
 from tests.surface_records import CE1_SH3, surface_records
 
 DEFAULT = parse_rubric({})
@@ -153,20 +154,27 @@ def test_token_cost_other_scope_severity() -> None:
     assert got == pytest.approx([0.6, 1.0, 0.0])
 
 
-def test_schema_smell_severity_table_and_fallback() -> None:
-    table = {
-        "missing_description": 0.9,
-        "tiny_description": 0.7,
-        "vague_description": 0.45,
-        "short_description": 0.4,
-        "deep_nesting": 0.6,
-        "enum_bloat": 0.55,
-        "wide_schema": 0.5,
-    }
+def _documented_smell_severities() -> dict[str, float]:
+    """docs/scoring.md's schema_smell row (``by `smell`: name value, ..., any other value``)
+    as name -> severity, the fallback under "any other"."""
+    row = next(
+        line
+        for line in (ROOT / "docs" / "scoring.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| schema_smell |")
+    )
+    pairs = row.partition("by `smell`:")[2].strip(" |").split(", ")
+    return {name: float(value) for name, value in (pair.rsplit(" ", 1) for pair in pairs)}
+
+
+def test_schema_smell_severity_is_the_documented_table_and_fallback() -> None:
+    table = _documented_smell_severities()
+    fallback = table.pop("any other")
+    # Read back whole: seven smells from missing_description 0.9 on, any other 0.4.
+    assert (len(table), table["missing_description"], fallback) == (7, 0.9, 0.4)
     smells = [finding("schema_smell", smell=name) for name in table]
-    # an unknown smell and a smell-less schema_smell are "any other smell": 0.4
+    # an unknown smell and a smell-less schema_smell are "any other smell"
     smells += [finding("schema_smell", smell="odd_smell"), finding("schema_smell")]
-    assert severities(smells) == pytest.approx([*table.values(), 0.4, 0.4])
+    assert severities(smells) == pytest.approx([*table.values(), fallback, fallback])
 
 
 def test_merge_candidate_severity() -> None:
