@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from pipeline.core.settings import SettingError, Settings
+from pipeline.core.settings import SettingError, Settings, declared
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import is_lake, not_a_lake
 
@@ -41,22 +41,22 @@ LakeOption = Annotated[
     Path,
     typer.Option("--lake", help="Folder where everything lands, as Parquet."),
 ]
+
+
+def _setting_option(name: str, help: str) -> Any:  # typer's OptionInfo
+    """The flag of the setting ``name``: its flag, variable and default as Settings declares
+    them (pipeline/core/settings.py), at least 1 as every setting is."""
+    setting = next(d for d in declared() if d.name == name)
+    return typer.Option(
+        setting.flag, min=1, help=f"{help} (default ${setting.env} or {setting.default})."
+    )
+
+
 MaxBytesOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-record-bytes",
-        min=1,
-        help="Quarantine a record over this many bytes "
-        "(default $PIPELINE_MAX_RECORD_BYTES or 16 MiB).",
-    ),
+    int | None, _setting_option("max_record_bytes", "Quarantine a record over this many bytes")
 ]
 MaxDepthOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-depth",
-        min=1,
-        help="Quarantine a record nested deeper than this (default $PIPELINE_MAX_DEPTH or 64).",
-    ),
+    int | None, _setting_option("max_depth", "Quarantine a record nested deeper than this")
 ]
 EngineOption = Annotated[
     Engine,
