@@ -108,6 +108,14 @@ def _injector(
     )
 
 
+def _duplicate(tools: tuple[str, ...], versions: tuple[int, ...]) -> FindingSpec:
+    return FindingSpec("mcp_checkup", "duplicate", tools, {"source": "mcp-checkup"}, versions, 0.6)
+
+
+def _result_size(tool: str, **measured: Any) -> FindingSpec:
+    return FindingSpec("result_size", "result_size", tool, {"tool": tool, **measured}, None, 0.9)
+
+
 def _jit(recommend: bool, **extra: Any) -> FindingSpec:
     measurement = {
         "tool_count": ALL_TOOLS,
@@ -246,30 +254,9 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
             _injector("instructions", (900, 400)),
             _injector("prompts", 120),
             _injector("resources", 300),
-            FindingSpec(
-                "mcp_checkup",
-                "duplicate",
-                ("get_note", "export_notes"),
-                {"source": "mcp-checkup"},
-                (0,),
-                0.6,
-            ),
-            FindingSpec(
-                "result_size",
-                "result_size",
-                "get_note",
-                {"tool": "get_note", "chars": 5400, "bytes": 5400},
-                None,
-                0.9,
-            ),
-            FindingSpec(
-                "result_size",
-                "result_size",
-                "export_notes",
-                {"tool": "export_notes", "error": "timeout"},
-                None,
-                0.9,
-            ),
+            _duplicate(("get_note", "export_notes"), (0,)),
+            _result_size("get_note", chars=5400, bytes=5400),
+            _result_size("export_notes", error="timeout"),
             _jit(False),
         ),
     ),
@@ -317,14 +304,7 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
             _labeled("stop the runaway job", "kill_process", (0.4, 0.6, 0.8)),
             _distraction("translate 'hello' into French", ("run_command",), (0.6, 0.4, 0.2)),
             _injector("resources", 450),
-            FindingSpec(
-                "mcp_checkup",
-                "duplicate",
-                ("list_dir", "list_processes"),
-                {"source": "mcp-checkup"},
-                (1, 2),
-                0.6,
-            ),
+            _duplicate(("list_dir", "list_processes"), (1, 2)),
             _merge(("read_file", "write_file"), 210, mixes=True),
             _jit(False),
         ),
