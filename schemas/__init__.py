@@ -1,44 +1,34 @@
-"""Pandera models of every table the pipeline writes, checked before each write."""
+"""Models of every table the pipeline writes, checked before each write.
+
+The models are declared in ``schemas.model`` terms (pandera's field keywords, no pandera
+import); ``checked`` runs their rules in Polars and hands a frame that breaks one to
+pandera, whose error names the column and the check (see ``schemas.model``).
+"""
 
 from __future__ import annotations
 
-import functools
-
-import pandera.polars as pa
 import polars as pl
 
+from schemas.model import Model, keeps_rules, pandera_model, polars_schema
 
-@functools.cache
-def polars_schema(model: type[pa.DataFrameModel]) -> pl.Schema:
-    """The Polars schema a model describes, for empty frames and typed scans.
-
-    One shared object per model (read it, never change it): pandera rebuilds its schema
-    on each to_schema() and a pl.Schema validates its dtypes when made, about 1.5 ms
-    together, and a run asks some 600 times.
-    """
-    columns = model.to_schema().columns
-    return pl.Schema({name: column.dtype.type for name, column in columns.items()})
+__all__ = ["Model", "checked", "checked_by_plan", "polars_schema", "unique_keys"]
 
 
-def checked(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> pl.DataFrame:
+def checked(model: type[Model], frame: pl.DataFrame) -> pl.DataFrame:
     """Validate values as well as schema, in the model's column order."""
     ordered = frame.select(list(polars_schema(model)))
-    if ordered.height == 0 and ordered.schema == polars_schema(model):
-        # No values to check, and pandera's checks cost 5-40 ms a table even then
-        # (every chunk of an ingest has several empty tables). Any other schema
-        # goes to pandera, so the error is its own.
+    if keeps_rules(model, ordered):
         return ordered
-    validated: pl.DataFrame = model.validate(ordered, lazy=True)
+    # pandera has the last word: it raises naming what failed, or passes a frame that only
+    # the stricter side of our rules refused.
+    validated: pl.DataFrame = pandera_model(model).validate(ordered, lazy=True)
     return validated
 
 
-def unique_keys(model: type[pa.DataFrameModel]) -> list[str]:
+def unique_keys(model: type[Model]) -> list[str]:
     """The columns a model requires unique together: its ``Config.unique``, else the one
     field declared ``unique=True`` (empty when nothing must be unique)."""
-    schema = model.to_schema()
-    if schema.unique:
-        return list(schema.unique)
-    return [name for name, column in schema.columns.items() if column.unique]
+    return model.unique()
 
 
 def _strictly_ascending(frame: pl.DataFrame, keys: list[str]) -> bool:
@@ -51,19 +41,18 @@ def _strictly_ascending(frame: pl.DataFrame, keys: list[str]) -> bool:
     return bool(frame.select(after.slice(1).all()).item())
 
 
-def checked_by_plan(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> pl.DataFrame:
+def checked_by_plan(model: type[Model], frame: pl.DataFrame) -> pl.DataFrame:
     """``checked`` for a frame whose values its plan guarantees and which is sorted by the
     model's unique keys (the task scores: every value rule of TaskScore and
     TaskComponentScore follows from the landed tables' checks and the rubric's).
 
     Checked here: the columns and their types, no nulls where the model allows none, and
     uniqueness, as keys strictly ascending row by row (a compare of neighbours instead of
-    hashing every key). Anything that fails goes to pandera, whose error names it; a frame
-    that is only out of order passes there.
+    hashing every key). Anything that fails goes to ``checked``: all the rules, then
+    pandera, whose error names what failed; a frame that is only out of order passes there.
     """
-    ordered = frame.select(list(model.to_schema().columns))
-    columns = model.to_schema().columns
-    required = [name for name, column in columns.items() if not column.nullable]
+    ordered = frame.select(list(polars_schema(model)))
+    required = [name for name, column in model.columns.items() if not column.info.nullable]
     if (
         ordered.schema == polars_schema(model)
         and not any(ordered.select(pl.col(required).has_nulls()).row(0))

@@ -6,8 +6,7 @@ schema, so the views carry every column however few files the lake has.
 
 from __future__ import annotations
 
-import pandera.polars as pa
-
+from schemas.model import Model
 from schemas.surface import (
     SurfaceFinding,
     SurfaceFindingScore,
@@ -27,7 +26,7 @@ from schemas.tasks import (
     VersionRegression,
 )
 
-LANDED: dict[str, type[pa.DataFrameModel]] = {
+LANDED: dict[str, type[Model]] = {
     "task_runs": TaskRun,
     "task_components": TaskComponent,
     "task_penalties": TaskPenalty,
@@ -38,7 +37,7 @@ LANDED: dict[str, type[pa.DataFrameModel]] = {
     "surface_findings": SurfaceFinding,
 }
 
-SCORED: dict[str, type[pa.DataFrameModel]] = {
+SCORED: dict[str, type[Model]] = {
     "task_scores": TaskScore,
     "task_component_scores": TaskComponentScore,
     "surface_scores": SurfaceScore,

@@ -7,49 +7,47 @@ would check the schema only).
 
 from __future__ import annotations
 
-import pandera.polars as pa
 import polars as pl
 
 from pipeline.tasks.fields import pandera_bounds as bounds
+from schemas.model import Field, Model
 
 ENV_TYPES = ("exploit", "detect", "patch", "audit")
 STATUSES = ("scored", "grader_error", "total_out_of_range")
 
 
-class TaskRun(pa.DataFrameModel):
+class TaskRun(Model):
     """One landed graded attempt (CONTRACT section 2), its context and provenance.
 
     The bounds of the record's fields come from their declaration (pipeline/tasks/fields.py).
     """
 
-    run_id: str = pa.Field(unique=True, **bounds("run_id"))
+    run_id: str = Field(unique=True, **bounds("run_id"))
     agent: str
     agent_version: str
     problem_id: str
     env_type: str
-    graded_at: pl.Datetime(time_unit="us", time_zone="UTC") = pa.Field()  # type: ignore[valid-type]
-    defect_id: str = pa.Field(nullable=True)
-    cwe: str = pa.Field(nullable=True)
-    project: str = pa.Field(nullable=True)
-    trial: pl.Int64 = pa.Field(**bounds("trial"))
-    cost_usd: pl.Float64 = pa.Field(nullable=True, **bounds("cost_usd"))
-    tokens: pl.Float64 = pa.Field(nullable=True, **bounds("tokens"))
-    wall_seconds: pl.Float64 = pa.Field(nullable=True, **bounds("wall_seconds"))
+    graded_at: pl.Datetime(time_unit="us", time_zone="UTC") = Field()  # type: ignore[valid-type]
+    defect_id: str = Field(nullable=True)
+    cwe: str = Field(nullable=True)
+    project: str = Field(nullable=True)
+    trial: pl.Int64 = Field(**bounds("trial"))
+    cost_usd: pl.Float64 = Field(nullable=True, **bounds("cost_usd"))
+    tokens: pl.Float64 = Field(nullable=True, **bounds("tokens"))
+    wall_seconds: pl.Float64 = Field(nullable=True, **bounds("wall_seconds"))
     env_internal_failure: bool
     allow_unbounded: bool
-    failure_logs: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
-    minimization_final_size: pl.Float64 = pa.Field(
-        nullable=True, **bounds("minimization_final_size")
-    )
-    minimization_minimal_size: pl.Float64 = pa.Field(
+    failure_logs: pl.List(pl.String) = Field()  # type: ignore[valid-type]
+    minimization_final_size: pl.Float64 = Field(nullable=True, **bounds("minimization_final_size"))
+    minimization_minimal_size: pl.Float64 = Field(
         nullable=True, **bounds("minimization_minimal_size")
     )
-    audit_recall: pl.Float64 = pa.Field(nullable=True)
-    audit_precision: pl.Float64 = pa.Field(nullable=True)
+    audit_recall: pl.Float64 = Field(nullable=True)
+    audit_precision: pl.Float64 = Field(nullable=True)
     # The record exactly as it arrived (unknown fields at any depth included).
     record: str
     source: str
-    line: pl.Int64 = pa.Field(ge=1)
+    line: pl.Int64 = Field(ge=1)
     batch_id: str
     content_hash: str
 
@@ -58,13 +56,13 @@ class TaskRun(pa.DataFrameModel):
         coerce = False
 
 
-class TaskComponent(pa.DataFrameModel):
+class TaskComponent(Model):
     """One stored subscore and the weight the grader used, in long form."""
 
     run_id: str
     component: str
-    stored_subscore: pl.Float64 = pa.Field(ge=0, le=1)
-    record_weight: pl.Float64 = pa.Field(ge=0)
+    stored_subscore: pl.Float64 = Field(ge=0, le=1)
+    record_weight: pl.Float64 = Field(ge=0)
     batch_id: str
 
     class Config:
@@ -72,10 +70,10 @@ class TaskComponent(pa.DataFrameModel):
         unique = ["run_id", "component"]
 
 
-class TaskPenalty(pa.DataFrameModel):
+class TaskPenalty(Model):
     run_id: str
     penalty: str
-    value: pl.Float64 = pa.Field(ge=0)
+    value: pl.Float64 = Field(ge=0)
     batch_id: str
 
     class Config:
@@ -83,31 +81,31 @@ class TaskPenalty(pa.DataFrameModel):
         unique = ["run_id", "penalty"]
 
 
-class RunMetadata(pa.DataFrameModel):
+class RunMetadata(Model):
     """grade.metadata flattened: dotted key paths, list items as ``[i]``."""
 
     run_id: str
     key: str
-    value: str = pa.Field(nullable=True)
-    value_num: pl.Float64 = pa.Field(nullable=True)
+    value: str = Field(nullable=True)
+    value_num: pl.Float64 = Field(nullable=True)
     batch_id: str
 
     class Config:
         strict = True
 
 
-class Quarantine(pa.DataFrameModel):
+class Quarantine(Model):
     """A line that did not land, with what a person needs to fix it."""
 
     source: str
-    line: pl.Int64 = pa.Field(ge=0)
+    line: pl.Int64 = Field(ge=0)
     # A row may stand for the block of lines line..line_end, all with this reason and no
     # raw text (past a file's first N bad lines, or a file that failed whole): replay
     # reads them again from the source. Null in lakes written before blocks existed.
-    line_end: pl.Int64 = pa.Field(nullable=True, ge=0)
-    reason: str = pa.Field(str_length={"min_value": 1})
-    raw: str = pa.Field(nullable=True)
-    record_kind: str = pa.Field(nullable=True)
+    line_end: pl.Int64 = Field(nullable=True, ge=0)
+    reason: str = Field(str_length={"min_value": 1})
+    raw: str = Field(nullable=True)
+    record_kind: str = Field(nullable=True)
     batch_id: str
 
     class Config:
@@ -120,7 +118,7 @@ class Quarantine(pa.DataFrameModel):
 RESOLUTIONS = ("landed", "duplicate", "superseded", "reread")
 
 
-class QuarantineResolved(pa.DataFrameModel):
+class QuarantineResolved(Model):
     """A quarantined line that replay-quarantine released, and the run it became.
 
     Append-only: the quarantine row stays (so the same line read again is "seen")
@@ -128,53 +126,53 @@ class QuarantineResolved(pa.DataFrameModel):
     """
 
     source: str
-    line: pl.Int64 = pa.Field(ge=1)
+    line: pl.Int64 = Field(ge=1)
     # Null for a block (``reread``), whose quarantine row has no text either.
-    raw: str = pa.Field(nullable=True)
-    run_id: str = pa.Field(nullable=True)
+    raw: str = Field(nullable=True)
+    run_id: str = Field(nullable=True)
     # landed: the line is that run now; duplicate: a run of the same content had landed.
-    outcome: str = pa.Field(isin=list(RESOLUTIONS))
+    outcome: str = Field(isin=list(RESOLUTIONS))
     batch_id: str
 
     class Config:
         strict = True
 
 
-class TaskScore(pa.DataFrameModel):
+class TaskScore(Model):
     """One run scored under one rubric (CONTRACT section 4)."""
 
-    run_id: str = pa.Field(unique=True)
+    run_id: str = Field(unique=True)
     rubric_id: str
-    status: str = pa.Field(isin=list(STATUSES))
-    gate_component: str = pa.Field(nullable=True)
-    gate_passed: bool = pa.Field(nullable=True)
-    gated_out: bool = pa.Field(nullable=True)
-    weighted: pl.Float64 = pa.Field(nullable=True)
-    penalty_total: pl.Float64 = pa.Field(nullable=True, ge=0)
-    score: pl.Float64 = pa.Field(nullable=True)
-    weighted_as_graded: pl.Float64 = pa.Field(nullable=True)
-    score_as_graded: pl.Float64 = pa.Field(nullable=True)
-    passed: bool = pa.Field(nullable=True)
-    anomalies: pl.List(pl.String) = pa.Field()  # type: ignore[valid-type]
+    status: str = Field(isin=list(STATUSES))
+    gate_component: str = Field(nullable=True)
+    gate_passed: bool = Field(nullable=True)
+    gated_out: bool = Field(nullable=True)
+    weighted: pl.Float64 = Field(nullable=True)
+    penalty_total: pl.Float64 = Field(nullable=True, ge=0)
+    score: pl.Float64 = Field(nullable=True)
+    weighted_as_graded: pl.Float64 = Field(nullable=True)
+    score_as_graded: pl.Float64 = Field(nullable=True)
+    passed: bool = Field(nullable=True)
+    anomalies: pl.List(pl.String) = Field()  # type: ignore[valid-type]
 
     class Config:
         strict = True
 
 
-class TaskComponentScore(pa.DataFrameModel):
+class TaskComponentScore(Model):
     run_id: str
     rubric_id: str
     component: str
-    subscore: pl.Float64 = pa.Field(nullable=True)
-    stored_subscore: pl.Float64 = pa.Field(nullable=True)
-    weight: pl.Float64 = pa.Field(ge=0)
-    weight_as_graded: pl.Float64 = pa.Field(nullable=True, ge=0)
+    subscore: pl.Float64 = Field(nullable=True)
+    stored_subscore: pl.Float64 = Field(nullable=True)
+    weight: pl.Float64 = Field(ge=0)
+    weight_as_graded: pl.Float64 = Field(nullable=True, ge=0)
     is_gate: bool
     in_record: bool
     in_rubric: bool
     gated_out: bool
-    contribution: pl.Float64 = pa.Field(nullable=True)
-    contribution_as_graded: pl.Float64 = pa.Field(nullable=True)
+    contribution: pl.Float64 = Field(nullable=True)
+    contribution_as_graded: pl.Float64 = Field(nullable=True)
 
     class Config:
         strict = True
@@ -184,7 +182,7 @@ class TaskComponentScore(pa.DataFrameModel):
 VERDICTS = ("regression", "improvement", "no_change")
 
 
-class VersionRegression(pa.DataFrameModel):
+class VersionRegression(Model):
     """The release gate for each consecutive pair of versions of an agent, under one rubric:
     one row per env type and one ``all`` row (pipeline.compare.gate.step_table)."""
 
@@ -193,19 +191,19 @@ class VersionRegression(pa.DataFrameModel):
     env_type: str
     baseline: str
     candidate: str
-    paired_problems: pl.Int64 = pa.Field(ge=1)
-    baseline_mean: pl.Float64 = pa.Field(nullable=True)
-    candidate_mean: pl.Float64 = pa.Field(nullable=True)
-    delta: pl.Float64 = pa.Field(nullable=True)
-    se: pl.Float64 = pa.Field(nullable=True, ge=0)
-    ci_low: pl.Float64 = pa.Field(nullable=True)
-    ci_high: pl.Float64 = pa.Field(nullable=True)
-    p_value: pl.Float64 = pa.Field(nullable=True, ge=0, le=1)
-    verdict: str = pa.Field(isin=list(VERDICTS))
+    paired_problems: pl.Int64 = Field(ge=1)
+    baseline_mean: pl.Float64 = Field(nullable=True)
+    candidate_mean: pl.Float64 = Field(nullable=True)
+    delta: pl.Float64 = Field(nullable=True)
+    se: pl.Float64 = Field(nullable=True, ge=0)
+    ci_low: pl.Float64 = Field(nullable=True)
+    ci_high: pl.Float64 = Field(nullable=True)
+    p_value: pl.Float64 = Field(nullable=True, ge=0, le=1)
+    verdict: str = Field(isin=list(VERDICTS))
     insufficient_data: bool
-    holm_family: pl.Int64 = pa.Field(ge=0)
-    p_value_holm: pl.Float64 = pa.Field(nullable=True, ge=0, le=1)
-    gate_verdict: str = pa.Field(isin=list(VERDICTS))
+    holm_family: pl.Int64 = Field(ge=0)
+    p_value_holm: pl.Float64 = Field(nullable=True, ge=0, le=1)
+    gate_verdict: str = Field(isin=list(VERDICTS))
 
     class Config:
         strict = True

@@ -13,6 +13,7 @@ from pipeline.ingest.dedupe import touching
 from pipeline.tasks.fields import BY_NAME, RUN_ID_MAX_CHARS, TASK_FIELDS, Kind
 from pipeline.tasks.parse import PARSE_LINES_SQL, parse_marks
 from pipeline.tasks.validate import field_rules
+from schemas.model import pandera_model
 from schemas.tasks import TaskRun
 
 
@@ -56,7 +57,7 @@ def test_objects_are_read_for_their_type_and_fragments_kept() -> None:
 
 def test_the_run_id_limit_is_written_once() -> None:
     assert BY_NAME["run_id"].max_chars == RUN_ID_MAX_CHARS == 256
-    check = TaskRun.to_schema().columns["run_id"].checks[0]
+    check = pandera_model(TaskRun).to_schema().columns["run_id"].checks[0]
     assert (check.statistics["min_value"], check.statistics["max_value"]) == (1, 256)
     frame = pl.DataFrame({"run_id__type": ["VARCHAR", "VARCHAR"], "run_id": ["a" * 256, "a" * 257]})
     rule = field_rules([])[5]  # after the four repeated-key rules and the required one
@@ -67,7 +68,7 @@ def test_the_run_id_limit_is_written_once() -> None:
 
 
 def test_bounds_reach_the_model() -> None:
-    columns = TaskRun.to_schema().columns
+    columns = pandera_model(TaskRun).to_schema().columns
     assert [c.statistics for c in columns["cost_usd"].checks] == [{"min_value": 0}]
     assert [c.statistics for c in columns["minimization_final_size"].checks] == [{"min_value": 0}]
     assert columns["minimization_final_size"].checks[0].name == "greater_than"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.run import build_rows, markdown, rescore_breakdown
+from bench.whole import commands, rounds, summary
 
 GIB = 1024**3
 
@@ -114,3 +116,27 @@ def test_peer_rows_give_each_issue_16_ratio_and_goal() -> None:
     assert "| 1.25x | missed (≤1.2x) |" in text
     # Without the peers' stages (an older results file) there is no such table.
     assert peer_rows(100_000, RESULTS) == []
+
+
+def test_whole_process_medians_and_ratios_by_hand() -> None:
+    measured = {
+        "score": [(2.0, 3.0), (1.0, 5.0), (1.5, 2.0)],
+        "peer": [(1.0, 1.0), (0.5, 2.0), (2.0, 1.5)],
+        "import": [(0.3, 0.4)],
+    }
+    medians = summary(measured)
+    assert (medians["score_cpu"], medians["score_wall"]) == (1.5, 3.0)
+    assert (medians["peer_cpu"], medians["peer_wall"]) == (1.0, 1.5)
+    assert medians["ratio_cpu"] == pytest.approx(1.5)  # 1.5 s / 1.0 s
+    assert medians["ratio_wall"] == pytest.approx(2.0)  # 3.0 s / 1.5 s
+    assert medians["import_cpu"] == pytest.approx(0.3)
+
+
+@pytest.mark.slow
+def test_whole_process_rounds_run_score_and_the_peer(
+    sample_lake_copy: Path, tmp_path: Path
+) -> None:
+    measured = rounds(commands(sample_lake_copy, tmp_path / "peer", None), 1)
+    assert sorted(measured) == ["import", "peer", "score"]
+    assert all(cpu > 0 and wall > 0 for pairs in measured.values() for cpu, wall in pairs)
+    assert (tmp_path / "peer" / "runs.parquet").is_file()
