@@ -296,10 +296,8 @@ def _write(lake: Path, rubric_id: str, *, incremental: bool, changes: Changes) -
             _write_empty(tmp)
         con = _connect(tmp)
         try:
-            con.execute("begin")
             con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", rubric_id])
             _apply(con, lake, changes)
-            con.execute("commit")
             con.execute("checkpoint")
         finally:
             con.close()
