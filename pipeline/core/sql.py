@@ -38,24 +38,15 @@ def in_batches(frame: pl.DataFrame, rows: int = BATCH_ROWS) -> pl.DataFrame:
     )
 
 
-def duckdb_config() -> dict[str, str | int]:
+def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
     """memory_limit and threads of the running command's settings: past the memory a
     query fails with an out-of-memory error, which fails that input file alone."""
     settings = current_settings()
     return {"memory_limit": f"{settings.duckdb_memory_bytes}B", "threads": settings.duckdb_threads}
 
 
-@cache
-def _database(config: tuple[tuple[str, str | int], ...]) -> duckdb.DuckDBPyConnection:
-    """One in-memory database per process and ``duckdb_config()``: starting one costs
-    ~25 ms of CPU, a cursor on it nothing, and a command connects several times."""
-    return duckdb.connect(config=dict(config))
-
-
 def connect() -> duckdb.DuckDBPyConnection:
-    """A connection of its own (a cursor: its registered frames, temp tables and the
-    session's temp macros are its alone) to a database with the command's settings."""
-    con = _database(tuple(duckdb_config().items())).cursor()
+    con = duckdb.connect(config=duckdb_config())
     con.execute(sql_text("queries/session.sql"))
     return con
 
