@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
@@ -60,6 +61,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@cache  # the code and the library a process runs do not change while it runs
 def _code_digest() -> str:
     """The code and library the table's numbers come from: a change to either rebuilds it."""
     digest = hashlib.sha256(metadata.version("scipy").encode())

@@ -161,36 +161,38 @@ def check_warehouse(lake: Path) -> list[str]:
     import duckdb
 
     from pipeline.storage.rubrics import current_rubric
-    from pipeline.warehouse import built_rubric_id, warehouse_path
+    from pipeline.warehouse import warehouse_path
+    from pipeline.warehouse.file import meta_value, read_if_usable
 
     path = warehouse_path(lake)
     if not path.exists():
         return [f"no warehouse at {path}: run `python -m pipeline score` to build it"]
     rubric = current_rubric(lake)
-    built = built_rubric_id(lake)
-    if built is None:
-        return [f"the warehouse {path} cannot be opened or has no build record"]
-    problems: list[str] = []
-    if rubric is not None and built != rubric.rubric_id:
-        problems.append(
-            f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
-        )
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        names = [
-            row[0]
-            for row in con.execute(
-                "select table_name from information_schema.tables order by table_name"
-            ).fetchall()
-        ]
-        for name in names:
+
+    def problems(con: duckdb.DuckDBPyConnection) -> list[str] | None:
+        """The file's problems, read in one opening of it; None: no build record."""
+        built = meta_value(con, "rubric_id")
+        if built is None:
+            return None
+        found: list[str] = []
+        if rubric is not None and built != rubric.rubric_id:
+            found.append(
+                f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
+            )
+        names = con.execute(
+            "select table_name from information_schema.tables order by table_name"
+        ).fetchall()
+        for (name,) in names:
             try:
                 con.execute(f'select count(*) from "{name}"').fetchone()  # noqa: S608 (a catalog name)
             except duckdb.Error as exc:
-                problems.append(f"view {name} does not answer: {exc}")
-    finally:
-        con.close()
-    return problems
+                found.append(f"view {name} does not answer: {exc}")
+        return found
+
+    found = read_if_usable(path, problems)
+    if found is None:
+        return [f"the warehouse {path} cannot be opened or has no build record"]
+    return found
 
 
 CHECKS: dict[str, Callable[[Path], list[str]]] = {

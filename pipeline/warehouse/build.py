@@ -22,7 +22,8 @@ dropped; under a new rubric that is every score file, while the landed tables
 stay. A file whose size or mtime moved is hashed, and one rewritten with the same bytes
 (a rescore under the same rubric rewrites every score file, mostly unchanged) is not
 loaded again: the warehouse holds its rows already. Otherwise the file is built from
-nothing.
+nothing: from a copy of the empty file (facts, staging tables, views), which a process
+creates once, since creating the views costs more than loading a small lake.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from pipeline.warehouse.file import (
     STORAGE_VERSION,
     WAREHOUSE_NAME,
     WarehouseError,
-    built_rubric_id,
     meta_value,
     read_if_usable,
     warehouse_path,
@@ -163,7 +163,9 @@ def _create_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:
-    """An empty warehouse: facts, the file list, one table per lake table, the views."""
+    """An empty warehouse: facts, the file list, one table per lake table, the views; one
+    transaction, not a commit per statement."""
+    con.execute("begin")
     con.execute(sql_text("queries/meta_create.sql"))
     con.execute(sql_text("queries/meta_set.sql"), ["fingerprint", fingerprint()])
     con.execute(sql_text("queries/meta_set.sql"), ["storage_version", STORAGE_VERSION])
@@ -171,20 +173,49 @@ def _create(con: duckdb.DuckDBPyConnection) -> None:
     for table in staged_tables():
         _create_table(con, table)
     create_views(con)
+    con.execute("commit")
 
 
-def _held_files(path: Path) -> pl.DataFrame | None:
-    """The lake files the warehouse at ``path`` holds, when this code can add to it (same
-    fingerprint); else None: build from nothing."""
+# The empty warehouse's bytes by fingerprint, made once per process: creating the views
+# costs more than the rest of a small build, and every build from nothing starts the same.
+_EMPTY: dict[str, bytes] = {}
 
-    def read(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+
+def _write_empty(path: Path) -> None:
+    """An empty warehouse at ``path`` (``_create``), the same bytes every time."""
+    made = _EMPTY.get(fingerprint())
+    if made is not None:
+        path.write_bytes(made)
+        return
+    con = _connect(path)
+    try:
+        _create(con)
+        con.execute("checkpoint")
+    finally:
+        con.close()
+    _EMPTY[fingerprint()] = path.read_bytes()
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the warehouse file holds: the lake files it was loaded from, and the rubric it
+    was built under."""
+
+    files: pl.DataFrame
+    rubric_id: str | None
+
+
+def _held(path: Path) -> Held | None:
+    """What the warehouse at ``path`` holds, when this code can add to it (same
+    fingerprint); else None: build from nothing. One opening of the file reads both."""
+
+    def read(con: duckdb.DuckDBPyConnection) -> Held | None:
         if meta_value(con, "fingerprint") != fingerprint():
             return None
-        held: pl.DataFrame = con.sql(sql_text("warehouse/files_get.sql")).pl()
-        return held
+        files: pl.DataFrame = con.sql(sql_text("warehouse/files_get.sql")).pl()
+        return Held(files.cast(FILE_COLUMNS), meta_value(con, "rubric_id"))  # type: ignore[arg-type]
 
-    held = read_if_usable(path, read)
-    return None if held is None else held.cast(FILE_COLUMNS)  # type: ignore[arg-type]
+    return read_if_usable(path, read)
 
 
 @dataclass(frozen=True)
@@ -261,10 +292,10 @@ def _write(lake: Path, rubric_id: str, *, incremental: bool, changes: Changes) -
     try:
         if incremental:
             shutil.copyfile(final, tmp)
+        else:
+            _write_empty(tmp)
         con = _connect(tmp)
         try:
-            if not incremental:
-                _create(con)
             con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", rubric_id])
             _apply(con, lake, changes)
             con.execute("checkpoint")
@@ -288,11 +319,11 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     check_lake_path(lake)
     remove_leftovers(lake)
     wanted = lake_files(lake, rubric_id)
-    held = _held_files(warehouse_path(lake))
+    held = _held(warehouse_path(lake))
     empty = pl.DataFrame(schema=FILE_COLUMNS)
-    changes = Changes.between(lake, empty if held is None else held, wanted)
+    changes = Changes.between(lake, empty if held is None else held.files, wanted)
     changed = changes.load.height or changes.drop.height or changes.redated
-    if held is None or changed or built_rubric_id(lake) != rubric_id:
+    if held is None or changed or held.rubric_id != rubric_id:
         _write(lake, rubric_id, incremental=held is not None, changes=changes)
     return Build(
         path=warehouse_path(lake),
