@@ -29,7 +29,18 @@ from pipeline.cli.options import (
     settings_or_exit,
     usage_error,
 )
+from pipeline.core.settings import Settings
 from pipeline.storage.lake import DEFAULT_LAKE
+
+
+def _landing_or_exit(
+    inputs: list[Path], lake: Path, max_record_bytes: int | None, max_depth: int | None
+) -> tuple[Settings, list[Path]]:
+    """What run and ingest check before any work, else exit 2: the settings with the
+    command's flags, the lake (created if new) and the inputs."""
+    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
+    lake_or_exit(lake, may_create=True)
+    return settings, inputs_or_exit(inputs, lake)
 
 
 def run(
@@ -40,10 +51,9 @@ def run(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
-    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
-    lake_or_exit(lake, may_create=True)
+    given = inputs or [DEFAULT_SAMPLE]
+    settings, paths = _landing_or_exit(given, lake, max_record_bytes, max_depth)
     chosen = rubric_or_exit(rubric, lake)
-    paths = inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
     from pipeline.jobs import commands as jobs
 
     summary = jobs.run(paths, lake, chosen, settings)
@@ -61,9 +71,7 @@ def ingest(
     """Validate and land graded runs; quarantine what is malformed."""
     from pipeline.jobs import commands as jobs
 
-    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
-    lake_or_exit(lake, may_create=True)
-    paths = inputs_or_exit(inputs, lake)
+    settings, paths = _landing_or_exit(inputs, lake, max_record_bytes, max_depth)
     report = jobs.ingest(paths, lake, settings=settings)
     from pipeline.cli import printing
 
