@@ -35,7 +35,7 @@ HASH_BLOCK_BYTES = 1 << 20
 
 @dataclass
 class NightlySummary(IngestCounts):
-    """A nightly pass: its own facts, and the counts of its ingest (zero when nothing new landed)."""
+    """A nightly pass: its own facts, and its ingest's counts (zero when nothing landed)."""
 
     started_at: str
     inbox: str
