@@ -29,7 +29,23 @@ from pipeline.cli.options import (
     settings_or_exit,
     usage_error,
 )
+from pipeline.core.settings import Settings
+from pipeline.rubric import Rubric
 from pipeline.storage.lake import DEFAULT_LAKE
+
+
+def _landing_or_exit(
+    inputs: list[Path],
+    lake: Path,
+    flags: dict[str, int | None],
+    rubric: str | None = None,
+) -> tuple[Settings, Rubric | None, list[Path]]:
+    """What run and ingest check before any work, in this order, else exit 2: the settings
+    with the command's flags, the lake (created if new), the rubric given, the inputs."""
+    settings = settings_or_exit(**flags)
+    lake_or_exit(lake, may_create=True)
+    chosen = rubric_or_exit(rubric, lake)
+    return settings, chosen, inputs_or_exit(inputs, lake)
 
 
 def run(
@@ -40,10 +56,8 @@ def run(
     max_depth: MaxDepthOption = None,
 ) -> None:
     """Ingest, score and refresh the warehouse (no INPUT: data/sample/)."""
-    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
-    lake_or_exit(lake, may_create=True)
-    chosen = rubric_or_exit(rubric, lake)
-    paths = inputs_or_exit(inputs or [DEFAULT_SAMPLE], lake)
+    flags = {"max_record_bytes": max_record_bytes, "max_depth": max_depth}
+    settings, chosen, paths = _landing_or_exit(inputs or [DEFAULT_SAMPLE], lake, flags, rubric)
     from pipeline.jobs import commands as jobs
 
     summary = jobs.run(paths, lake, chosen, settings)
@@ -61,9 +75,8 @@ def ingest(
     """Validate and land graded runs; quarantine what is malformed."""
     from pipeline.jobs import commands as jobs
 
-    settings = settings_or_exit(max_record_bytes=max_record_bytes, max_depth=max_depth)
-    lake_or_exit(lake, may_create=True)
-    paths = inputs_or_exit(inputs, lake)
+    flags = {"max_record_bytes": max_record_bytes, "max_depth": max_depth}
+    settings, _, paths = _landing_or_exit(inputs, lake, flags)
     report = jobs.ingest(paths, lake, settings=settings)
     from pipeline.cli import printing
 

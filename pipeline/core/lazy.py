@@ -18,3 +18,8 @@ def lazy_getattr(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]
         return getattr(importlib.import_module(f"{package}.{home}"), name)
 
     return __getattr__
+
+
+def by_name(names: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """``homes`` for :func:`lazy_getattr` from each submodule's names, written by module."""
+    return {name: home for home, exported in names.items() for name in exported}

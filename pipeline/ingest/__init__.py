@@ -12,21 +12,21 @@ functions ``classify`` and ``dedupe`` share their modules' names: import them fr
 
 from __future__ import annotations
 
-from pipeline.core.lazy import lazy_getattr
+from pipeline.core.lazy import by_name, lazy_getattr
 
-_HOMES = {
-    "Batch": "batch",
-    "build_batch": "batch",
-    "landed_frames": "batch",
-    "FileFailure": "quarantine",
-    "compact_quarantine": "quarantine",
-    "failed_block": "quarantine",
-    "guarded": "quarantine",
-    "quarantined_lines": "quarantine",
-    "Deduped": "dedupe",
-    "dedupe_failed": "dedupe",
-    "touching": "dedupe",
-}
+_HOMES = by_name(
+    {
+        "batch": ("Batch", "build_batch", "landed_frames"),
+        "quarantine": (
+            "FileFailure",
+            "compact_quarantine",
+            "failed_block",
+            "guarded",
+            "quarantined_lines",
+        ),
+        "dedupe": ("Deduped", "dedupe_failed", "touching"),
+    }
+)
 
 __all__ = sorted(_HOMES)
 __getattr__ = lazy_getattr(__name__, _HOMES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.core.lazy import lazy_getattr
+from pipeline.core.lazy import by_name, lazy_getattr
 
 if TYPE_CHECKING:
     from pipeline.jobs.check import CheckReport, check_lake
@@ -22,22 +22,19 @@ if TYPE_CHECKING:
     from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
     from pipeline.jobs.score import score_locked
 
-_HOMES = {
-    "CheckReport": "check",
-    "check_lake": "check",
-    "dry_run": "commands",
-    "ingest_locked": "ingest",
-    "RescoreDiff": "lineage",
-    "rescore_diff": "lineage",
-    "NightlySummary": "nightly",
-    "prepare": "prepare",
-    "ReplayReport": "replay",
-    "replay_quarantine": "replay",
-    "IngestReport": "results",
-    "RunSummary": "results",
-    "ScoreResult": "results",
-    "score_locked": "score",
-}
+_HOMES = by_name(
+    {
+        "check": ("CheckReport", "check_lake"),
+        "commands": ("dry_run",),
+        "ingest": ("ingest_locked",),
+        "lineage": ("RescoreDiff", "rescore_diff"),
+        "nightly": ("NightlySummary",),
+        "prepare": ("prepare",),
+        "replay": ("ReplayReport", "replay_quarantine"),
+        "results": ("IngestReport", "RunSummary", "ScoreResult"),
+        "score": ("score_locked",),
+    }
+)
 
 __all__ = [
     "CheckReport",

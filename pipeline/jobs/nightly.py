@@ -10,7 +10,7 @@ second run finds nothing new and says so.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from pipeline.engines import Engine
 from pipeline.jobs.check import check_lake_locked
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.jobs.prepare import prepare
-from pipeline.jobs.results import IngestReport
+from pipeline.jobs.results import IngestCounts, IngestReport
 from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.discover import scan_inputs
@@ -34,25 +34,18 @@ HASH_BLOCK_BYTES = 1 << 20
 
 
 @dataclass
-class NightlySummary:
+class NightlySummary(IngestCounts):
+    """A nightly pass: its own facts, and its ingest's counts (zero when nothing landed)."""
+
     started_at: str
     inbox: str
     files_in_inbox: int
     files_new: int
-    lines_read: int = 0
-    landed_task_runs: int = 0
-    landed_surface_runs: int = 0
-    quarantined: int = 0
-    skipped_duplicates: int = 0
-    skipped_blank: int = 0
-    already_quarantined: int = 0
     runs_scored: int = 0
     full_rescore: bool = False
     rubric_before: str | None = None
     rubric_after: str | None = None
     nothing_to_do: bool = False
-    # What landed that the lake never held before (evolution.NEWS keys).
-    schema_news: dict[str, list[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     summary_file: str | None = None
@@ -80,17 +73,8 @@ def _ledger_entry(path: Path, started: datetime) -> dict[str, object]:
 
 def _add_ingest(summary: NightlySummary, report: IngestReport) -> None:
     """The ingest's counts, copied into the nightly summary."""
-    for name in (
-        "lines_read",
-        "landed_task_runs",
-        "landed_surface_runs",
-        "quarantined",
-        "skipped_duplicates",
-        "skipped_blank",
-        "already_quarantined",
-        "schema_news",
-    ):
-        setattr(summary, name, getattr(report, name))
+    for count in fields(IngestCounts):
+        setattr(summary, count.name, getattr(report, count.name))
 
 
 def nightly(

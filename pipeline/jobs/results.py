@@ -6,23 +6,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-@dataclass
-class IngestReport:
-    batch_id: str
-    files: int
-    lines_read: int
-    landed_task_runs: int
-    landed_surface_runs: int
-    quarantined: int
-    skipped_duplicates: int
-    skipped_blank: int
-    already_quarantined: int
-    parts: list[str]
-    seconds: float
-    # Files that could not be read as they are, and repairs made before the work.
-    notes: list[str] = field(default_factory=list)
-    # The scoring of what landed (the ingest command scores it under the lake's rubric).
-    scored: ScoreResult | None = None
+@dataclass(kw_only=True)
+class IngestCounts:
+    """Where the lines an ingest read went (CONTRACT 8: each lands, is quarantined or is
+    skipped); zero until an ingest has run."""
+
+    lines_read: int = 0
+    landed_task_runs: int = 0
+    landed_surface_runs: int = 0
+    quarantined: int = 0
+    skipped_duplicates: int = 0
+    skipped_blank: int = 0
+    already_quarantined: int = 0
     # What landed that the lake never held before, by kind (evolution.NEWS).
     schema_news: dict[str, list[str]] = field(default_factory=dict)
 
@@ -36,6 +31,18 @@ class IngestReport:
             + self.skipped_blank
             + self.already_quarantined
         )
+
+
+@dataclass
+class IngestReport(IngestCounts):
+    batch_id: str
+    files: int
+    parts: list[str]
+    seconds: float
+    # Files that could not be read as they are, and repairs made before the work.
+    notes: list[str] = field(default_factory=list)
+    # The scoring of what landed (the ingest command scores it under the lake's rubric).
+    scored: ScoreResult | None = None
 
 
 @dataclass

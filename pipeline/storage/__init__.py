@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.core.lazy import lazy_getattr
+from pipeline.core.lazy import by_name, lazy_getattr
 
 if TYPE_CHECKING:
     from pipeline.storage.lake import (
@@ -31,22 +31,22 @@ if TYPE_CHECKING:
     from pipeline.storage.state import repair_state
     from pipeline.storage.store import LakeStore
 
-_HOMES = {
-    "InputError": "lake",
-    "LakeBusyError": "lake",
-    "Transaction": "lake",
-    "lake_lock": "lake",
-    "new_batch_id": "lake",
-    "LandedIndex": "landed_index",
-    "check_and_repair": "parts",
-    "current_rubric": "rubrics",
-    "known_rubrics": "rubrics",
-    "lake_rubric": "rubrics",
-    "rubric_conflict": "rubrics",
-    "stage_rubric": "rubrics",
-    "repair_state": "state",
-    "LakeStore": "store",
-}
+_HOMES = by_name(
+    {
+        "lake": ("InputError", "LakeBusyError", "Transaction", "lake_lock", "new_batch_id"),
+        "landed_index": ("LandedIndex",),
+        "parts": ("check_and_repair",),
+        "rubrics": (
+            "current_rubric",
+            "known_rubrics",
+            "lake_rubric",
+            "rubric_conflict",
+            "stage_rubric",
+        ),
+        "state": ("repair_state",),
+        "store": ("LakeStore",),
+    }
+)
 
 __all__ = [
     "InputError",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import polars as pl
 
@@ -74,45 +75,51 @@ def _measured(
     return Field(name or f"m_{key}", f"measurement.{key}", expect, required, When("kind", (kind,)))
 
 
+def _at(path: str, expect: Expect | None, **rules: Any) -> Field:
+    """The field at ``path``, its column prefix the path with underscores (``server.name``:
+    ``server_name``)."""
+    return Field(path.replace(".", "_"), path, expect, **rules)
+
+
 # A measured size (tokens, tool count) is required of a surface or phase token_cost finding.
 _SIZED = When("m_scope", ("surface", "phase"))
 _PHASE = When("m_scope", ("phase",))
 
 RUN_FIELDS = (
-    Field("run_id", "run_id", Expect.NON_EMPTY, max_chars=RUN_ID_MAX_CHARS),
-    Field("server", "server", Expect.OBJECT, required=True),
+    _at("run_id", Expect.NON_EMPTY, max_chars=RUN_ID_MAX_CHARS),
+    _at("server", Expect.OBJECT, required=True),
     # CONTRACT 3: name and version may be null (a bare tool dump); the server key then
     # falls back to the fingerprint (validate.server_key_problem).
-    Field("server_name", "server.name", Expect.NON_EMPTY),
-    Field("server_version", "server.version", Expect.NON_EMPTY),
-    Field("server_fingerprint", "server.fingerprint", Expect.STRING),
-    Field("server_tool_count", "server.tool_count", Expect.COUNT),
-    Field("findings", "findings", Expect.ARRAY, required=True),
-    Field("coverage", "coverage", Expect.OBJECT),
-    Field("coverage_ran", "coverage.ran", Expect.STRINGS),
-    Field("grade", "grade", Expect.OBJECT),
-    Field("grade_overall", "grade.overall", Expect.NUMBER),
-    Field("grade_letter", "grade.letter", Expect.STRING),
-    Field("grade_subscores", "grade.subscores", Expect.OBJECT),
-    Field("headline", "headline", Expect.OBJECT),
-    Field("headline_phased", "headline.phased", Expect.BOOL),
-    Field("headline_worst_phase", "headline.worst_phase", Expect.STRING),
-    Field("headline_phase_tokens", "headline.phase_tokens", Expect.OBJECT),
+    _at("server.name", Expect.NON_EMPTY),
+    _at("server.version", Expect.NON_EMPTY),
+    _at("server.fingerprint", Expect.STRING),
+    _at("server.tool_count", Expect.COUNT),
+    _at("findings", Expect.ARRAY, required=True),
+    _at("coverage", Expect.OBJECT),
+    _at("coverage.ran", Expect.STRINGS),
+    _at("grade", Expect.OBJECT),
+    _at("grade.overall", Expect.NUMBER),
+    _at("grade.letter", Expect.STRING),
+    _at("grade.subscores", Expect.OBJECT),
+    _at("headline", Expect.OBJECT),
+    _at("headline.phased", Expect.BOOL),
+    _at("headline.worst_phase", Expect.STRING),
+    _at("headline.phase_tokens", Expect.OBJECT),
     # RFC 3339 with an offset, at the top (as mcp-xray writes it) or, per CONTRACT 3,
     # beside the server fields (validate.generated_at_problem).
-    Field("generated_at", "generated_at", None),
-    Field("server_generated_at", "server.generated_at", None),
+    _at("generated_at", None),
+    _at("server.generated_at", None),
 )
 
 # Which finding kinds read which measurement key (the formulas of CONTRACT 3 and 5). A key
 # is checked only on the kinds that use it: elsewhere it is informational.
 FINDING_FIELDS = (
-    Field("probe", "probe", Expect.STRING),
-    Field("kind", "kind", Expect.NON_EMPTY, required=True),
-    Field("target", "target", Expect.TARGET),
-    Field("measurement", "measurement", Expect.OBJECT),
-    Field("severity", "severity", Expect.NUMBER),
-    Field("confidence", "confidence", Expect.NUMBER),
+    _at("probe", Expect.STRING),
+    _at("kind", Expect.NON_EMPTY, required=True),
+    _at("target", Expect.TARGET),
+    _at("measurement", Expect.OBJECT),
+    _at("severity", Expect.NUMBER),
+    _at("confidence", Expect.NUMBER),
     _measured("scope", Expect.STRING, TOKEN_COST),
     _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
     _measured("tool_count", Expect.COUNT, TOKEN_COST, _SIZED),

@@ -10,25 +10,18 @@ use, so importing the package stays cheap.
 
 from __future__ import annotations
 
-from pipeline.core.lazy import lazy_getattr
+from pipeline.core.lazy import by_name, lazy_getattr
 
-_HOMES = {
-    "TASK_FIELDS": "fields",
-    "Field": "fields",
-    "Kind": "fields",
-    "RUN_ID_MAX_CHARS": "fields",
-    "task_tables": "parse",
-    "validate_task_records": "validate",
-    "TaskScoring": "score",
-    "ScoringInputError": "score",
-    "PLAN_CHECKED": "score",
-    "score_tasks": "score",
-    "RUN_COLUMNS": "keys",
-    "COMPONENT_COLUMNS": "keys",
-    "PENALTY_COLUMNS": "keys",
-    "repeatable_sum": "sums",
-    "with_repeatable_sums": "sums",
-}
+_HOMES = by_name(
+    {
+        "fields": ("TASK_FIELDS", "Field", "Kind", "RUN_ID_MAX_CHARS"),
+        "parse": ("task_tables",),
+        "validate": ("validate_task_records",),
+        "score": ("TaskScoring", "ScoringInputError", "PLAN_CHECKED", "score_tasks"),
+        "keys": ("RUN_COLUMNS", "COMPONENT_COLUMNS", "PENALTY_COLUMNS"),
+        "sums": ("repeatable_sum", "with_repeatable_sums"),
+    }
+)
 
 __all__ = sorted(_HOMES)
 __getattr__ = lazy_getattr(__name__, _HOMES)

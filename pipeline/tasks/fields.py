@@ -81,22 +81,37 @@ class Field:
         return None if self.ge is None else f">= {self.ge:g}"
 
 
+def _key(name: str, kind: Kind, **rules: Any) -> Field:
+    """The record's top-level key ``name``, its columns named as the key."""
+    return Field(name, name, kind, **rules)
+
+
+def _minimization_size(key: str) -> Field:
+    """``grade.metadata.minimization.<key>``: a size, so > 0 (column ``minimization_<key>``)."""
+    return Field(f"minimization_{key}", f"grade.metadata.minimization.{key}", Kind.NUMBER, gt=0)
+
+
+def _audit(key: str, kind: Kind) -> Field:
+    """``grade.metadata.<key>``, checked on audit records only (column ``audit_<key>``)."""
+    return Field(f"audit_{key}", f"grade.metadata.{key}", kind, env_type=AUDIT_ENV)
+
+
 # In the order a quarantined record's reasons list them.
 TASK_FIELDS = (
-    Field("run_id", "run_id", Kind.STRING, required=True, max_chars=RUN_ID_MAX_CHARS),
-    Field("agent", "agent", Kind.STRING, required=True),
-    Field("agent_version", "agent_version", Kind.STRING, required=True),
-    Field("problem_id", "problem_id", Kind.STRING, required=True),
-    Field("env_type", "env_type", Kind.STRING, required=True),
-    Field("graded_at", "graded_at", Kind.TIMESTAMP, required=True),
-    Field("defect_id", "defect_id", Kind.STRING),
-    Field("cwe", "cwe", Kind.STRING),
-    Field("project", "project", Kind.STRING),
-    Field("trial", "trial", Kind.INTEGER, ge=0),
-    Field("cost_usd", "cost_usd", Kind.NUMBER, ge=0),
-    Field("tokens", "tokens", Kind.NUMBER, ge=0),
-    Field("wall_seconds", "wall_seconds", Kind.NUMBER, ge=0),
-    Field("grade", "grade", Kind.OBJECT, required=True),
+    _key("run_id", Kind.STRING, required=True, max_chars=RUN_ID_MAX_CHARS),
+    _key("agent", Kind.STRING, required=True),
+    _key("agent_version", Kind.STRING, required=True),
+    _key("problem_id", Kind.STRING, required=True),
+    _key("env_type", Kind.STRING, required=True),
+    _key("graded_at", Kind.TIMESTAMP, required=True),
+    _key("defect_id", Kind.STRING),
+    _key("cwe", Kind.STRING),
+    _key("project", Kind.STRING),
+    _key("trial", Kind.INTEGER, ge=0),
+    _key("cost_usd", Kind.NUMBER, ge=0),
+    _key("tokens", Kind.NUMBER, ge=0),
+    _key("wall_seconds", Kind.NUMBER, ge=0),
+    _key("grade", Kind.OBJECT, required=True),
     Field("subscores", "grade.subscores", Kind.FRAGMENT, required=True),
     Field("weights", "grade.weights", Kind.FRAGMENT, required=True),
     Field("metadata", "grade.metadata", Kind.FRAGMENT),
@@ -104,15 +119,13 @@ TASK_FIELDS = (
     Field("env_internal_failure", "grade.env_internal_failure", Kind.BOOL),
     Field("allow_unbounded", "grade.allow_unbounded", Kind.BOOL),
     Field("failure_logs", "grade.env_internal_failure_logs", Kind.STRINGS),
-    Field("minimization_final_size", "grade.metadata.minimization.final_size", Kind.NUMBER, gt=0),
-    Field(
-        "minimization_minimal_size", "grade.metadata.minimization.minimal_size", Kind.NUMBER, gt=0
-    ),
+    _minimization_size("final_size"),
+    _minimization_size("minimal_size"),
     # CONTRACT 2: an audit's subscore is recall x precision; each, when given, in [0, 1].
-    Field("audit_recall", "grade.metadata.recall", Kind.FRACTION, env_type=AUDIT_ENV),
-    Field("audit_precision", "grade.metadata.precision", Kind.FRACTION, env_type=AUDIT_ENV),
-    Field("audit_found", "grade.metadata.found", Kind.DEFECT_IDS, env_type=AUDIT_ENV),
-    Field("audit_missed", "grade.metadata.missed", Kind.DEFECT_IDS, env_type=AUDIT_ENV),
+    _audit("recall", Kind.FRACTION),
+    _audit("precision", Kind.FRACTION),
+    _audit("found", Kind.DEFECT_IDS),
+    _audit("missed", Kind.DEFECT_IDS),
 )
 
 BY_NAME = {f.name: f for f in TASK_FIELDS}

@@ -28,12 +28,20 @@ from pipeline.jobs.replay import replay_quarantine, unresolved
 from pipeline.rubric import parse_rubric
 from tests.strategies import surface_report, task_record
 
+# Each test lands a lake of its own and replays it: end to end, and slow.
+pytestmark = pytest.mark.slow
+
 FUZZ_RUBRIC = {"task": {"fuzz": {"gate": "crash", "weights": {"crash": 0.5, "triage": 0.5}}}}
 FUZZ_TOML = """
 [task.fuzz]
 gate = "crash"
 weights = { crash = 0.5, triage = 0.5 }
 """
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    return tmp_path / "lake"
 
 
 def fuzz_record(run_id: str) -> dict[str, Any]:
@@ -56,9 +64,7 @@ def write(path: Path, lines: list[str]) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
+def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path, lake: Path) -> None:
     plain = task_record(random.Random(0), "plain")
     source = write(
         tmp_path / "night.jsonl",
@@ -118,9 +124,7 @@ def test_new_env_type_waits_then_lands_once_with_its_provenance(tmp_path: Path) 
     ]
 
 
-@pytest.mark.slow
-def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
+def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path, lake: Path) -> None:
     line = json.dumps(fuzz_record("twin"))
     a = write(tmp_path / "a.jsonl", [line])
     b = write(tmp_path / "b.jsonl", [line])
@@ -142,11 +146,9 @@ def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path) -> None:
     assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
 
 
-@pytest.mark.slow
 def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lake = tmp_path / "lake"
     deep = task_record(random.Random(5), "deep")
     nest: Any = 1
     for _ in range(70):
@@ -165,9 +167,7 @@ def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays
     assert unresolved(lake)["line"].to_list() == [2]
 
 
-@pytest.mark.slow
-def test_replay_quarantine_command(tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
+def test_replay_quarantine_command(tmp_path: Path, lake: Path) -> None:
     source = write(tmp_path / "a.jsonl", [json.dumps(fuzz_record("c1"))])
     jobs.run([source], lake, parse_rubric({}))
     rubric_file = tmp_path / "fuzz.toml"
@@ -186,9 +186,7 @@ def test_replay_quarantine_command(tmp_path: Path) -> None:
     assert refused.exit_code == 2
 
 
-@pytest.mark.slow
-def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
+def test_new_fields_kinds_and_components_land_and_are_news(tmp_path: Path, lake: Path) -> None:
     rng = random.Random(9)
     old_task = task_record(rng, "old")
     old_report = surface_report(rng, "old-report")
@@ -268,13 +266,11 @@ def _fuzz_night(path: Path, fuzz: int, bad: int, *, gz: bool = False) -> Path:
     return path
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("gz", [False, True])
 def test_bad_lines_kept_as_blocks_are_read_again_from_their_source(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gz: bool
+    tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch, gz: bool
 ) -> None:
     monkeypatch.setenv(KEEP_BAD_LINES_ENV, "10")
-    lake = tmp_path / "lake"
     source = _fuzz_night(tmp_path / ("night.jsonl.gz" if gz else "night.jsonl"), 40, 30, gz=gz)
     first = jobs.run([source], lake, parse_rubric({}))
     assert first.ingest.quarantined == 70
@@ -308,11 +304,9 @@ def test_bad_lines_kept_as_blocks_are_read_again_from_their_source(
     assert _quarantine_view(lake) == [row for row in before if row[0] == 41]
 
 
-@pytest.mark.slow
 def test_a_file_that_failed_whole_is_read_again_and_its_bad_lines_stay_counted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lake = tmp_path / "lake"
     good = [json.dumps(task_record(random.Random(i), f"g{i}")) for i in range(5)]
     source = write(tmp_path / "night.jsonl", [good[0], "garbage", *good[1:], "{}"])
     real = land.build_batch
@@ -334,11 +328,9 @@ def test_a_file_that_failed_whole_is_read_again_and_its_bad_lines_stay_counted(
     assert sorted(rows(lake, "task_runs")["line"].to_list()) == [1, 3, 4, 5, 6]
 
 
-@pytest.mark.slow
 def test_the_rest_of_a_file_past_the_expansion_limit_lands_once_the_limit_is_raised(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lake = tmp_path / "lake"
     records = [json.dumps(task_record(random.Random(i), f"z{i}")) for i in range(200)]
     source = tmp_path / "big.jsonl.gz"
     source.write_bytes(gzip.compress("".join(r + "\n" for r in records).encode()))
@@ -357,12 +349,10 @@ def test_the_rest_of_a_file_past_the_expansion_limit_lands_once_the_limit_is_rai
     assert sorted(rows(lake, "task_runs")["line"].to_list()) == list(range(1, 201))
 
 
-@pytest.mark.slow
 def test_a_block_whose_source_is_gone_stays_unresolved(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEEP_BAD_LINES_ENV, "1")
-    lake = tmp_path / "lake"
     source = _fuzz_night(tmp_path / "night.jsonl", 5, 0)
     jobs.run([source], lake, parse_rubric({}))
     source.unlink()

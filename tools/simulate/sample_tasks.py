@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,54 +21,22 @@ from tools.simulate.tasks import (
     skilled_runs,
 )
 
-
-@dataclass(frozen=True)
-class VersionSpec:
-    version: str
-    # Probability-like skill per env type; drives gate pass rate and quality.
-    skill: Mapping[str, float]
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    name: str
-    utc_offset: str
-    versions: tuple[VersionSpec, ...]
-
-
-def _skill(exploit: float, detect: float, patch: float, audit: float) -> dict[str, float]:
-    return {"exploit": exploit, "detect": detect, "patch": patch, "audit": audit}
-
-
-SAMPLE_AGENTS: tuple[AgentSpec, ...] = (
-    AgentSpec(
-        "atlas",
-        "+00:00",
-        (
-            VersionSpec("1.3.0", _skill(0.50, 0.55, 0.70, 0.50)),
-            # Better at exploit and detect, worse at patch, audit unchanged.
-            VersionSpec("1.4.0", _skill(0.90, 0.90, 0.25, 0.50)),
-        ),
-    ),
-    AgentSpec(
-        "borealis",
-        "-05:00",
-        (
-            VersionSpec("2025-01-15", _skill(0.45, 0.55, 0.45, 0.35)),
-            VersionSpec("2025-02-20", _skill(0.50, 0.60, 0.50, 0.40)),
-            # Much better at audit, much worse at detect.
-            VersionSpec("2025-03-28", _skill(0.55, 0.15, 0.55, 0.90)),
-        ),
-    ),
-    AgentSpec(
-        "cinder",
-        "+05:30",
-        (
-            VersionSpec("3f9c2e1", _skill(0.75, 0.60, 0.35, 0.55)),
-            # Better at patch, worse at exploit.
-            VersionSpec("a47b0d9", _skill(0.30, 0.60, 0.85, 0.55)),
-        ),
-    ),
+# Each agent's UTC offset, its graded_at times are written in; its files in this order.
+AGENT_UTC_OFFSETS = {"atlas": "+00:00", "borealis": "-05:00", "cinder": "+05:30"}
+# Every agent version, oldest first, with its probability-like skill per env type (it
+# drives gate pass rate and quality): agent, version, then ENV_TYPES' exploit, detect,
+# patch, audit.
+SAMPLE_AGENTS: tuple[tuple[str, str, float, float, float, float], ...] = (
+    ("atlas", "1.3.0", 0.50, 0.55, 0.70, 0.50),
+    # Better at exploit and detect, worse at patch, audit unchanged.
+    ("atlas", "1.4.0", 0.90, 0.90, 0.25, 0.50),
+    ("borealis", "2025-01-15", 0.45, 0.55, 0.45, 0.35),
+    ("borealis", "2025-02-20", 0.50, 0.60, 0.50, 0.40),
+    # Much better at audit, much worse at detect.
+    ("borealis", "2025-03-28", 0.55, 0.15, 0.55, 0.90),
+    ("cinder", "3f9c2e1", 0.75, 0.60, 0.35, 0.55),
+    # Better at patch, worse at exploit.
+    ("cinder", "a47b0d9", 0.30, 0.60, 0.85, 0.55),
 )
 GZIPPED_AGENT = "cinder"
 MAX_TRIALS = 3
@@ -114,26 +80,24 @@ def _sample_problems(rng: np.random.Generator) -> pl.DataFrame:
 
 
 def _sample_versions() -> pl.DataFrame:
-    rows = [
-        {
-            "agent": agent.name,
-            "agent_index": agent_index,
-            "agent_version": version.version,
-            "version_index": version_index,
-            "utc_offset": agent.utc_offset,
-            **{f"skill_{env}": version.skill[env] for env in ENV_TYPES},
-        }
-        for agent_index, agent in enumerate(SAMPLE_AGENTS)
-        for version_index, version in enumerate(agent.versions)
-    ]
-    return pl.DataFrame(rows)
+    skills = [f"skill_{env}" for env in ENV_TYPES]
+    versions = pl.DataFrame(SAMPLE_AGENTS, schema=["agent", "agent_version", *skills], orient="row")
+    agents = list(AGENT_UTC_OFFSETS)
+    return versions.select(
+        "agent",
+        pl.col("agent").replace_strict(agents, range(len(agents))).alias("agent_index"),
+        "agent_version",
+        pl.int_range(pl.len()).over("agent").alias("version_index"),
+        pl.col("agent").replace_strict(AGENT_UTC_OFFSETS).alias("utc_offset"),
+        *skills,
+    )
 
 
 def _sample_base(seed: int) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     problems = _sample_problems(rng)
     versions = _sample_versions()
-    n_agents, n_problems = len(SAMPLE_AGENTS), problems.height
+    n_agents, n_problems = len(AGENT_UTC_OFFSETS), problems.height
     # Common random numbers: one draw per (agent, problem, trial), shared by
     # all versions of the agent, so a skill change moves outcomes one way.
     trials = rng.integers(1, MAX_TRIALS + 1, (n_agents, n_problems))
@@ -288,8 +252,8 @@ def sample_task_flat(seed: int) -> pl.DataFrame:
 
 def write_tasks(out: Path, flat: pl.DataFrame) -> list[Path]:
     written = []
-    for agent in SAMPLE_AGENTS:
-        records = flat.filter(pl.col("__agent") == agent.name).drop("role", "__agent")
-        suffix = ".jsonl.gz" if agent.name == GZIPPED_AGENT else ".jsonl"
-        written.append(write_flat_file(out / "tasks" / f"{agent.name}{suffix}", records))
+    for agent in AGENT_UTC_OFFSETS:
+        records = flat.filter(pl.col("__agent") == agent).drop("role", "__agent")
+        suffix = ".jsonl.gz" if agent == GZIPPED_AGENT else ".jsonl"
+        written.append(write_flat_file(out / "tasks" / f"{agent}{suffix}", records))
     return written

@@ -28,14 +28,21 @@ class ServerSpec:
     versions: tuple[str, ...]
     transport: str
     tools: tuple[str, ...]
-    # phase -> its tools; None for a server that loads every tool at once.
-    phases: Mapping[str, tuple[str, ...]] | None
-    noise: bool
     tokens_per_tool: tuple[int, int]
     growth: float
     findings: tuple[FindingSpec, ...]
+    # Whether the noise probe (selection, distraction) ran on it.
+    noise: bool = False
+    # phase -> its tools; None for a server that loads every tool at once (see _phased).
+    phases: Mapping[str, tuple[str, ...]] | None = None
     not_run: Mapping[int, tuple[str, ...]] | None = None
     run_id: Mapping[int, str] | None = None
+
+
+def _phased(phases: Mapping[str, tuple[str, ...]], **spec: Any) -> ServerSpec:
+    """A server that loads its tools phase by phase: its tools are its phases', in order."""
+    tools = tuple(tool for phase_tools in phases.values() for tool in phase_tools)
+    return ServerSpec(transport="phases", tools=tools, phases=phases, **spec)
 
 
 def _smell(
@@ -186,8 +193,6 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
             "get_history",
             "get_air_quality",
         ),
-        phases=None,
-        noise=False,
         tokens_per_tool=(110, 240),
         growth=1.15,
         findings=(
@@ -199,13 +204,10 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
             _jit(False),
         ),
     ),
-    ServerSpec(
+    _phased(
+        REPO_PHASES,
         name="repo-forge",
         versions=("2.0.0", "2.1.0"),
-        transport="phases",
-        tools=tuple(tool for tools in REPO_PHASES.values() for tool in tools),
-        phases=REPO_PHASES,
-        noise=False,
         tokens_per_tool=(180, 520),
         growth=1.1,
         findings=(
@@ -240,7 +242,6 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
             "list_tags",
             "export_notes",
         ),
-        phases=None,
         noise=True,
         tokens_per_tool=(150, 330),
         growth=0.95,
@@ -265,7 +266,6 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
         versions=("1.0.0", "2.0.0"),
         transport="http",
         tools=PAY_TOOLS,
-        phases=None,
         noise=True,
         tokens_per_tool=(260, 720),
         growth=1.3,
@@ -288,12 +288,10 @@ SAMPLE_SERVERS: tuple[ServerSpec, ...] = (
             ),
         ),
     ),
-    ServerSpec(
+    _phased(
+        SHELL_PHASES,
         name="shell-tools",
         versions=("0.9.0", "1.0.0", "1.1.0"),
-        transport="phases",
-        tools=tuple(tool for tools in SHELL_PHASES.values() for tool in tools),
-        phases=SHELL_PHASES,
         noise=True,
         tokens_per_tool=(160, 420),
         growth=0.9,
@@ -318,8 +316,6 @@ EXTRA_SERVERS: tuple[ServerSpec, ...] = (
         versions=("1.0.0", "1.1.0"),
         transport="tools-json",
         tools=("add", "multiply", "evaluate"),
-        phases=None,
-        noise=False,
         tokens_per_tool=(60, 140),
         growth=1.0,
         findings=(_smell("evaluate", "tiny_description", (0,), words=1), _jit(False)),

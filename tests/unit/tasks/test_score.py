@@ -244,13 +244,25 @@ def test_audit_zero_does_not_pass(score: Callable[..., Scored], task_record: Rec
 
 # --- minimization -----------------------------------------------------------------------------
 
+MinimizedFn = Callable[..., Scored]
 
-def test_minimization_recomputed_from_raw_sizes(
-    score: Callable[..., Scored], task_record: RecordFn
-) -> None:
-    subs = {**PATCH_ALL, "minimization": 0.9}
-    metadata = {"minimization": {"final_size": 2, "minimal_size": 1}}
-    result = score([task_record("r1", "patch", subs, metadata=metadata)])
+
+@pytest.fixture
+def minimized(score: Callable[..., Scored], task_record: RecordFn) -> MinimizedFn:
+    """Scores one patch run, r1, whose grade metadata gives these minimization sizes."""
+
+    def run(
+        sizes: Mapping[str, float], subs: Mapping[str, float] = PATCH_ALL, rubric: Rubric = DEFAULT
+    ) -> Scored:
+        metadata = {"minimization": dict(sizes)}
+        return score([task_record("r1", "patch", subs, metadata=metadata)], rubric)
+
+    return run
+
+
+def test_minimization_recomputed_from_raw_sizes(minimized: MinimizedFn) -> None:
+    sizes = {"final_size": 2, "minimal_size": 1}
+    result = minimized(sizes, {**PATCH_ALL, "minimization": 0.9})
     minimization = result.component("r1", "minimization")
     # lerp01(2/1, 1, 3) = 1 - (2-1)/(3-1) = 0.5; the stored 0.9 is kept beside it
     assert minimization["subscore"] == pytest.approx(0.5, abs=1e-12)
@@ -262,32 +274,24 @@ def test_minimization_recomputed_from_raw_sizes(
     assert run["score_as_graded"] == pytest.approx(0.975, abs=1e-12)
 
 
-def test_minimization_multiple_comes_from_the_rubric(
-    score: Callable[..., Scored], task_record: RecordFn
-) -> None:
+def test_minimization_multiple_comes_from_the_rubric(minimized: MinimizedFn) -> None:
     rubric = parse_rubric({"task": {"minimization_multiple": 5.0}})
-    metadata = {"minimization": {"final_size": 2.0, "minimal_size": 1.0}}
-    result = score([task_record("r1", "patch", PATCH_ALL, metadata=metadata)], rubric)
+    result = minimized({"final_size": 2.0, "minimal_size": 1.0}, rubric=rubric)
     # lerp01(2, 1, 5) = 1 - (2-1)/(5-1) = 0.75; score = 0.75 + 0.75 * 0.25 = 0.9375
     assert result.component("r1", "minimization")["subscore"] == pytest.approx(0.75, abs=1e-12)
     assert result.run("r1")["score"] == pytest.approx(0.9375, abs=1e-12)
 
 
-def test_minimization_needs_both_sizes(score: Callable[..., Scored], task_record: RecordFn) -> None:
-    subs = {**PATCH_ALL, "minimization": 0.9}
-    metadata = {"minimization": {"final_size": 2.0}}
-    result = score([task_record("r1", "patch", subs, metadata=metadata)])
+def test_minimization_needs_both_sizes(minimized: MinimizedFn) -> None:
+    result = minimized({"final_size": 2.0}, {**PATCH_ALL, "minimization": 0.9})
     # only final_size: the stored 0.9 is used; 0.75 + 0.9 * 0.25 = 0.975
     assert result.component("r1", "minimization")["subscore"] == 0.9
     assert result.run("r1")["score"] == pytest.approx(0.975, abs=1e-12)
 
 
-def test_minimization_gated_out_when_patch_fails(
-    score: Callable[..., Scored], task_record: RecordFn
-) -> None:
-    subs = {**PATCH_ALL, "patch_verified": 0.0}
-    metadata = {"minimization": {"final_size": 1.0, "minimal_size": 1.0}}
-    result = score([task_record("r1", "patch", subs, metadata=metadata)])
+def test_minimization_gated_out_when_patch_fails(minimized: MinimizedFn) -> None:
+    sizes = {"final_size": 1.0, "minimal_size": 1.0}
+    result = minimized(sizes, {**PATCH_ALL, "patch_verified": 0.0})
     # Seed 000: "they are zero unless the patch verifies"; the gate contributes 0 * 0.25
     assert result.run("r1")["score"] == 0.0
     assert result.component("r1", "minimization")["subscore"] == 1.0

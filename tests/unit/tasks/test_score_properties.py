@@ -112,8 +112,12 @@ PROPERTY_SETTINGS = settings(
 )
 
 
-@PROPERTY_SETTINGS
-@given(records=batches(), rubric=st.sampled_from(RUBRICS))
+def over_batches(test: Callable[..., None]) -> Callable[..., None]:
+    """The property ``test`` over drawn ``records`` (a batch) and a ``rubric``."""
+    return PROPERTY_SETTINGS(given(records=batches(), rubric=st.sampled_from(RUBRICS))(test))
+
+
+@over_batches
 def test_scores_in_unit_interval_unless_unbounded(
     task_frames: FramesFn, records: list[dict[str, Any]], rubric: Rubric
 ) -> None:
@@ -128,8 +132,7 @@ def test_scores_in_unit_interval_unless_unbounded(
             assert 0.0 <= row["score_as_graded"] <= 1.0
 
 
-@PROPERTY_SETTINGS
-@given(records=batches(), rubric=st.sampled_from(RUBRICS))
+@over_batches
 def test_gated_runs_contribute_nothing_but_their_penalty(
     task_frames: FramesFn, records: list[dict[str, Any]], rubric: Rubric
 ) -> None:
@@ -192,8 +195,7 @@ def _same_anomalies(actual: list[str], expected: list[str]) -> bool:
     return True
 
 
-@PROPERTY_SETTINGS
-@given(records=batches(), rubric=st.sampled_from(RUBRICS))
+@over_batches
 def test_vectorized_equals_row_by_row_oracle(
     task_frames: FramesFn, records: list[dict[str, Any]], rubric: Rubric
 ) -> None:
