@@ -19,6 +19,10 @@
 -- a constant.
 create or replace temp macro task_paths() as /* value paths */;
 create or replace temp macro task_type_paths() as /* type paths */;
+-- True when a key list (json_keys: a key named twice is listed twice) names each key once;
+-- a missing object names none.
+create or replace temp macro keys_once(keys) as
+    len(coalesce(keys, []::varchar[])) = len(list_distinct(coalesce(keys, []::varchar[])));
 
 with checked as (
     select row_nr, raw, json_valid(raw) as is_json
@@ -59,11 +63,14 @@ select
     k[1] as top_keys,
     -- True when subscores, weights and penalties name each key once and subscores and
     -- weights name the same keys: validation looks closer at the parts of the others only.
-    len(coalesce(k[3], []::varchar[])) = len(list_distinct(coalesce(k[3], []::varchar[])))
-        and len(coalesce(k[4], []::varchar[])) = len(list_distinct(coalesce(k[4], []::varchar[])))
-        and len(coalesce(k[5], []::varchar[])) = len(list_distinct(coalesce(k[5], []::varchar[])))
-        and list_sort(coalesce(k[3], []::varchar[])) = list_sort(coalesce(k[4], []::varchar[]))
-        as part_keys_plain,
+    -- Most records name the weights in the order of the subscores: then the weights need
+    -- no check of their own and no list is sorted (~15% of this query's time).
+    case
+        when coalesce(k[3], []::varchar[]) = coalesce(k[4], []::varchar[])
+            then keys_once(k[3]) and keys_once(k[5])
+        else keys_once(k[3]) and keys_once(k[4]) and keys_once(k[5])
+            and list_sort(coalesce(k[3], []::varchar[])) = list_sort(coalesce(k[4], []::varchar[]))
+    end as part_keys_plain,
     -- Each field's JSON type (<name>__type) and its typed value (pipeline/tasks/fields.py).
     /* fields */,
     case when grade__type = 'OBJECT' then k[2] end as grade_keys,

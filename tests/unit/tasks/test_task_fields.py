@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.core.sql import run_sql
 from pipeline.ingest.batch import Batch
@@ -15,6 +17,7 @@ from pipeline.tasks.parse import PARSE_LINES_SQL, parse_marks
 from pipeline.tasks.validate import field_rules
 from schemas.model import pandera_model
 from schemas.tasks import TaskRun
+from tests.examples import examples
 
 
 def _parsed(record: dict[str, object]) -> dict[str, object]:
@@ -97,3 +100,40 @@ def test_dedupe_reads_only_the_held_rows_that_touch_the_chunk() -> None:
     near = touching(held, _batch([25, 50])).collect()
     assert near.select("line", "line_end").rows() == [(10, 30), (40, 60)]
     assert touching(held, _batch([])).collect().height == 0
+
+
+# A part's key list as the record writes it: missing (None), or names that may repeat.
+KEY_LISTS = st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "c", "é"]), max_size=5))
+
+
+def _part(keys: list[str] | None) -> str:
+    # Written as text: a dict cannot name a key twice.
+    return "" if keys is None else "{" + ",".join(f'"{k}":0.5' for k in keys) + "}"
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(KEY_LISTS, KEY_LISTS, KEY_LISTS), min_size=1, max_size=30))
+def test_part_keys_plain_is_each_key_once_and_the_same_keys(
+    records: list[tuple[list[str] | None, list[str] | None, list[str] | None]],
+) -> None:
+    # part_keys_plain, per its definition: subscores, weights and penalties each name a
+    # key at most once, and subscores and weights name the same keys (a missing part names
+    # none), whatever the order.
+    raws = []
+    for parts in records:
+        named = [
+            f'"{name}":{_part(keys)}'
+            for name, keys in zip(("subscores", "weights", "penalties"), parts, strict=True)
+            if keys is not None
+        ]
+        raws.append('{"grade":{' + ",".join(named) + "}}")
+    lines = pl.DataFrame({"row_nr": pl.Series(range(len(raws)), dtype=pl.UInt32), "raw": raws})
+    parsed = run_sql(PARSE_LINES_SQL, {"lines": lines}, marks=parse_marks()).sort("row_nr")
+
+    def once(keys: list[str] | None) -> bool:
+        return len(keys or []) == len(set(keys or []))
+
+    expected = [
+        once(s) and once(w) and once(p) and set(s or []) == set(w or []) for s, w, p in records
+    ]
+    assert parsed.get_column("part_keys_plain").to_list() == expected
