@@ -111,7 +111,7 @@ def _part(keys: list[str] | None) -> str:
     return "" if keys is None else "{" + ",".join(f'"{k}":0.5' for k in keys) + "}"
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.tuples(KEY_LISTS, KEY_LISTS, KEY_LISTS), min_size=1, max_size=30))
 def test_part_keys_plain_is_each_key_once_and_the_same_keys(
     records: list[tuple[list[str] | None, list[str] | None, list[str] | None]],
