@@ -69,45 +69,50 @@ def past_64_bits(literal: str, path: str) -> str:
     return f"integer {literal} at {path} is outside the 64-bit range (-2^63 to 2^63-1)"
 
 
-@pytest.mark.parametrize("literal", NON_FINITE)
-@pytest.mark.parametrize(
-    ("old", "path"),
-    [
-        ('"cost_usd": 0.25', "$.cost_usd"),
-        ('"reason": "stack matched"', "$.grade.metadata.defect_matching.reason"),
-        ('"summary_quality": 0.5', "$.grade.subscores.summary_quality"),
-    ],
-)
+NON_FINITE_PLACES = [
+    ('"cost_usd": 0.25', "$.cost_usd"),
+    ('"reason": "stack matched"', "$.grade.metadata.defect_matching.reason"),
+    ('"summary_quality": 0.5', "$.grade.subscores.summary_quality"),
+]
+
+
 @pytest.mark.slow
-def test_a_non_finite_literal_in_any_case_is_quarantined_naming_its_path(
-    tmp_path: Path, literal: str, old: str, path: str
-) -> None:
-    key = old.split(":")[0]
-    line = replaced("r1", old, f"{key}: {literal}")
-    report, lake = ingest_lines(tmp_path, [line, json.dumps(record("ok"))])
+def test_a_non_finite_literal_in_any_case_is_quarantined_naming_its_path(tmp_path: Path) -> None:
+    # Every literal at every place, one line each, in one file: each line's reason stands
+    # alone (one ingest instead of thirty keeps the suite's time down).
+    cases = [(literal, old, path) for old, path in NON_FINITE_PLACES for literal in NON_FINITE]
+    lines = [
+        replaced(f"r{i}", old, f"{old.split(':')[0]}: {literal}")
+        for i, (literal, old, path) in enumerate(cases)
+    ]
+    report, lake = ingest_lines(tmp_path, [*lines, json.dumps(record("ok"))])
     assert report.landed_task_runs == 1
-    assert reasons_by_line(lake)[1] == non_finite(literal, path)
+    assert report.quarantined == len(cases)
+    reasons = reasons_by_line(lake)
+    for number, (literal, _, path) in enumerate(cases, start=1):
+        assert reasons[number] == non_finite(literal, path), (number, literal, path)
 
 
-@pytest.mark.parametrize(
-    ("literal", "path"),
-    [
-        ("9223372036854775808", "$.trial"),  # 2^63
-        ("18446744073709551615", "$.trial"),  # 2^64 - 1
-        ("18446744073709551616", "$.trial"),  # 2^64: DuckDB reads it as a rounded double
-        ("-9223372036854775809", "$.trial"),  # -2^63 - 1
-        ("123456789012345678901234567890", "$.grade.metadata.defect_matching.reason"),
-    ],
-)
+PAST_64_BITS = [
+    ("9223372036854775808", "$.trial"),  # 2^63
+    ("18446744073709551615", "$.trial"),  # 2^64 - 1
+    ("18446744073709551616", "$.trial"),  # 2^64: DuckDB reads it as a rounded double
+    ("-9223372036854775809", "$.trial"),  # -2^63 - 1
+    ("123456789012345678901234567890", "$.grade.metadata.defect_matching.reason"),
+]
+
+
 @pytest.mark.slow
-def test_an_integer_past_64_bits_is_quarantined_naming_its_path(
-    tmp_path: Path, literal: str, path: str
-) -> None:
-    where = '"trial": 0' if path == "$.trial" else '"reason": "stack matched"'
-    line = replaced("r1", where, f"{where.split(':')[0]}: {literal}")
-    report, lake = ingest_lines(tmp_path, [line])
-    assert report.quarantined == 1
-    assert reasons_by_line(lake)[1] == past_64_bits(literal, path)
+def test_an_integer_past_64_bits_is_quarantined_naming_its_path(tmp_path: Path) -> None:
+    lines = []
+    for i, (literal, path) in enumerate(PAST_64_BITS):
+        where = '"trial": 0' if path == "$.trial" else '"reason": "stack matched"'
+        lines.append(replaced(f"r{i}", where, f"{where.split(':')[0]}: {literal}"))
+    report, lake = ingest_lines(tmp_path, lines)
+    assert report.quarantined == len(PAST_64_BITS)
+    reasons = reasons_by_line(lake)
+    for number, (literal, path) in enumerate(PAST_64_BITS, start=1):
+        assert reasons[number] == past_64_bits(literal, path), (number, literal, path)
 
 
 @pytest.mark.parametrize(
