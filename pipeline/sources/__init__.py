@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.core.lazy import lazy_getattr
+from pipeline.core.lazy import by_name, lazy_getattr
 
 if TYPE_CHECKING:
     from pipeline.sources.chunks import iter_line_chunks, read_lines
@@ -29,21 +29,18 @@ if TYPE_CHECKING:
     from pipeline.sources.lines import LINE_SCHEMA, Lines
     from pipeline.sources.problems import lines_of_text, nesting_depth
 
-_HOMES = {
-    "iter_line_chunks": "chunks",
-    "read_lines": "chunks",
-    "INPUT_SUFFIXES": "discover",
-    "Inputs": "discover",
-    "expand_inputs": "discover",
-    "scan_inputs": "discover",
-    "source_name": "discover",
-    "ReadLimits": "limits",
-    "LINE_SCHEMA": "lines",
-    "Lines": "lines",
-    "lines_of_text": "problems",
-    "nesting_depth": "problems",
-}
+_HOMES = by_name(
+    {
+        "chunks": ("iter_line_chunks", "read_lines"),
+        "discover": ("INPUT_SUFFIXES", "Inputs", "expand_inputs", "scan_inputs", "source_name"),
+        "limits": ("ReadLimits",),
+        "lines": ("LINE_SCHEMA", "Lines"),
+        "problems": ("lines_of_text", "nesting_depth"),
+    }
+)
 
+# Literal, not derived from _HOMES: the type checkers' imports above count as used only
+# through it.
 __all__ = [
     "INPUT_SUFFIXES",
     "LINE_SCHEMA",
@@ -58,6 +55,4 @@ __all__ = [
     "scan_inputs",
     "source_name",
 ]
-
-
 __getattr__ = lazy_getattr(__name__, _HOMES)
