@@ -9,7 +9,8 @@ command runs as a user runs it, in a fresh interpreter, round after round in tur
 OUT``, beside ``python -c "import polars, duckdb"``. CPU is the child's user + system time
 (all threads, from ``wait4``): on the shared 2-core machine it moves much less with the
 load than wall time. A lake comes from ``python -m bench.run --n N --keep --workdir DIR``.
-``score`` rewrites the lake's score files (byte for byte under the same rubric).
+``score`` scores the lake again (under the same rubric every score file gets the bytes it
+had, and is left in place).
 """
 
 from __future__ import annotations

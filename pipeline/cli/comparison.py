@@ -111,13 +111,14 @@ def compare(
     """Is the candidate version better or worse than the baseline, where, and why?"""
     lake_or_exit(lake)
     from pipeline import compare as cmp
+    from pipeline.compare import render
 
     _versions_or_exit(cmp.check_versions(lake, agent, [baseline, candidate]))
     result = cmp.fetch_comparison(lake, agent=agent, baseline=baseline, candidate=candidate)
     if as_json:
         print_json(result.report, pretty=console.is_terminal)
     else:
-        print_blocks(cmp.render.comparison(result.report))
+        print_blocks(render.comparison(result.report))
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(cmp.render_comparison(result.report, result.pairs), encoding="utf-8")
@@ -135,12 +136,13 @@ def history(
     """Every version of an agent in order, each step's verdict against the one before."""
     lake_or_exit(lake)
     from pipeline import compare as cmp
+    from pipeline.compare import render
 
     rows = cmp.fetch_history(lake, agent, _versions_or_exit(cmp.check_versions(lake, agent, [])))
     if as_json:
         print_json(cmp.history_document(agent, rows), pretty=False)
     else:
-        print_blocks(cmp.render.history(agent, rows))
+        print_blocks(render.history(agent, rows))
 
 
 def _versions_or_exit(checked: list[str] | str) -> list[str]:

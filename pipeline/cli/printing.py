@@ -6,19 +6,24 @@ The jobs return data (pipeline/jobs/); turning it into text happens here only.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
 from rich.console import Console
 from rich.table import Table
 
 from pipeline.cli.tables import print_table
 from pipeline.core import jsonsafe
-from pipeline.core.sql import sql_text
-from pipeline.ingest import evolution
-from pipeline.jobs.lineage import RescoreDiff
-from pipeline.jobs.nightly import NightlySummary
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
-from pipeline.warehouse import connect_read_only, open_commands, warehouse_path
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from pipeline.jobs.lineage import RescoreDiff
+    from pipeline.jobs.nightly import NightlySummary
+
+# The warehouse, the ingest's schema news and the jobs' summaries are imported by the
+# functions that print them: `score` prints one line, and needs none of them (nor PyArrow
+# and NumPy, which `pipeline.jobs.nightly` brings in through the lake check).
 
 FIRST_QUERY = "select * from by_agent order by agent, agent_version, env_type;"
 
@@ -62,6 +67,8 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
 
 def news_lines(news: dict[str, list[str]]) -> list[str]:
     """One line per kind of name the lake had never held (nothing when there is none)."""
+    from pipeline.ingest import evolution
+
     return [
         f"new {evolution.NEWS_LABELS[key]}: {', '.join(names)}"
         for key, names in news.items()
@@ -97,6 +104,9 @@ def print_score_result(console: Console, result: ScoreResult) -> None:
 def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None:
     print_ingest_report(console, summary.ingest)
     print_score_result(console, summary.score)
+    from pipeline.core.sql import sql_text
+    from pipeline.warehouse import connect_read_only
+
     con = connect_read_only(lake)
     try:
         rows = con.execute(sql_text("queries/summary_by_version.sql")).fetchall()
@@ -144,6 +154,8 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
 
 def print_open_commands(console: Console, lake: Path) -> None:
     """How to read the warehouse: the pipeline's query command, and DuckDB's own shell."""
+    from pipeline.warehouse import open_commands, warehouse_path
+
     commands = open_commands(lake, FIRST_QUERY)
     lines = [
         f"warehouse: {warehouse_path(lake)} (one self-contained file: copy or move it "

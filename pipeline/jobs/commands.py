@@ -17,7 +17,6 @@ import polars as pl
 from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.engines import Engine, LocalEngine
 from pipeline.engines.local import score_part
-from pipeline.jobs.ingest import ingest_locked
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
@@ -54,6 +53,9 @@ def _ingest_and_score(
     inputs: Sequence[Path], lake: Path, rubric: Rubric | None, settings: Settings | None
 ) -> tuple[IngestReport, ScoreResult]:
     """Under the lock: mend the lake, land ``inputs``, score what is new, refresh the views."""
+    # Here, not at the top: `score` imports this module and never lands anything.
+    from pipeline.jobs.ingest import ingest_locked
+
     with use_settings(settings or current_settings()) as limits, lk.lake_lock(lake):
         notes = prepare(lake)
         chosen = lake_rubric(lake, rubric)

@@ -279,10 +279,18 @@ class Transaction:
         self.moves: list[dict[str, str]] = []
         self.deletes: list[str] = []
 
-    def write(self, target: Path, frame: pl.DataFrame) -> Path:
+    def write(self, target: Path, frame: pl.DataFrame, *, unless_held: bool = False) -> Path:
         """Stage ``frame`` to land at ``target``; returns the staged file (whose bytes, and
-        mtime, are the landed file's: a rename keeps both)."""
+        mtime, are the landed file's: a rename keeps both).
+
+        With ``unless_held``, a ``target`` that already holds the staged bytes is left as it
+        is, mtime included, and returned: a rescore under the same rubric writes every score
+        file byte for byte, and readers that track files by size and mtime (the warehouse)
+        then see nothing to reload."""
         staged = write_parquet_atomic(frame, self.stage / f"{len(self.moves):06d}.parquet")
+        if unless_held and _same_bytes(staged, target):
+            staged.unlink()
+            return target
         self.moves.append({"from": str(staged), "to": str(target)})
         return staged
 
@@ -338,6 +346,16 @@ class Transaction:
             self.commit()
         else:
             self.abort()
+
+
+def _same_bytes(staged: Path, target: Path) -> bool:
+    """``target`` is a file holding exactly the bytes of ``staged``."""
+    try:
+        if target.stat().st_size != staged.stat().st_size:
+            return False
+        return target.read_bytes() == staged.read_bytes()
+    except OSError:  # no file there (a new part, a new rubric): nothing to keep
+        return False
 
 
 def _discard(stage: Path) -> None:

@@ -243,12 +243,14 @@ def test_a_flag_that_would_do_nothing_is_refused(
     inbox = tmp_path / "inbox"
     tasks(inbox / "a.jsonl", "a1")
     assert cli("run", str(inbox), "--lake", str(lake))[0] == 0
-    scored = sorted((lake / "scores").rglob("*.parquet"))
+    # A rescore keeps score files that get their own bytes again, but writes the rubric state.
+    scored = [*sorted((lake / "scores").rglob("*.parquet")), lake / "_state" / "rubrics.json"]
     mtimes = [p.stat().st_mtime_ns for p in scored]
     code, out = cli(*[a.replace("{inbox}", str(inbox)) for a in args], "--lake", str(lake))
     assert code == 2 and message in out
     # Nothing was rescored.
-    assert [p.stat().st_mtime_ns for p in sorted((lake / "scores").rglob("*.parquet"))] == mtimes
+    assert [p.stat().st_mtime_ns for p in scored] == mtimes
+    assert sorted((lake / "scores").rglob("*.parquet")) == scored[:-1]
 
 
 @pytest.mark.slow

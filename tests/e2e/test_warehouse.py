@@ -375,9 +375,15 @@ def test_a_rescore_that_changes_no_score_loads_nothing_again(tmp_path: Path) -> 
     views = every_view(warehouse_path(lake))
     scored = sorted((lake / "scores").rglob("*.parquet"))
     before = [path.stat().st_mtime_ns for path in scored]
-    jobs.score(lake, DEFAULT)  # every score file rewritten, with the same bytes
+    held = warehouse_path(lake).stat()
+    jobs.score(lake, DEFAULT)  # every score file written again, with the same bytes
 
-    assert [path.stat().st_mtime_ns for path in scored] != before
+    # Files that would get their own bytes again stay as they were: the warehouse is untouched.
+    assert [path.stat().st_mtime_ns for path in scored] == before
+    assert (warehouse_path(lake).stat().st_ino, warehouse_path(lake).stat().st_mtime_ns) == (
+        held.st_ino,
+        held.st_mtime_ns,
+    )
     assert_same_rows(views, every_view(warehouse_path(lake)))
     # Only the mtime moves: the build records it and loads nothing; the next one writes nothing.
     stat = scored[0].stat()

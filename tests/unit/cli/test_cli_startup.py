@@ -65,3 +65,27 @@ def test_a_lake_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
     said = [line for line in done.stderr.splitlines() if "import time:" not in line]
     assert done.returncode == 2
     assert len(said) == 1 and "--lake" in said[0] and "is a file" in said[0], said
+
+
+def test_the_score_path_imports_no_other_command(tmp_path: Path) -> None:
+    """What `score` imports (its job, its printing) leaves out what only ingest, nightly,
+    check and compare run: ~0.1 s of start-up a rescore would pay for nothing."""
+    code = "import pipeline.cli.lake, pipeline.cli.printing, pipeline.jobs.commands"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    others = {
+        "pipeline.jobs.ingest",
+        "pipeline.jobs.nightly",
+        "pipeline.jobs.check",
+        "pipeline.compare.fetch",
+        "pipeline.compare.render",
+        "pipeline.compare.html",
+    }
+    assert "pipeline.jobs.score" in rows
+    assert not rows & others, rows & others

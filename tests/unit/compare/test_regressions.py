@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -68,3 +70,13 @@ def test_changed_scores_a_damaged_table_or_a_lost_record_rebuild_it(
     tx = lk.Transaction(lake)
     assert regressions.stage(lake, DEFAULT.rubric_id, tx) is None
     tx.abort()
+
+
+def test_the_code_digest_follows_scipy_without_importing_it() -> None:
+    """A score whose table is unchanged never imports SciPy (~0.5 s of start-up)."""
+    code = (
+        "import sys; from pipeline.compare import regressions; "
+        "digest = regressions._code_digest(); "
+        "assert 'scipy' not in sys.modules and len(digest) == 64, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

@@ -16,7 +16,14 @@ def test_by_name_files_each_name_under_its_module() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    ["pipeline.ingest", "pipeline.jobs", "pipeline.sources", "pipeline.storage", "pipeline.tasks"],
+    [
+        "pipeline.compare",
+        "pipeline.ingest",
+        "pipeline.jobs",
+        "pipeline.sources",
+        "pipeline.storage",
+        "pipeline.tasks",
+    ],
 )
 def test_every_exported_name_resolves(package: str) -> None:
     module = importlib.import_module(package)

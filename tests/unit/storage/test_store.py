@@ -63,6 +63,29 @@ def test_nothing_to_write_writes_no_part(tmp_path: Path) -> None:
     assert not manifest_path(tmp_path, "b1-p00000").exists()
 
 
+def test_a_score_file_written_again_with_its_bytes_is_left_as_it_was(tmp_path: Path) -> None:
+    store = LakeStore(tmp_path)
+    scores = pl.DataFrame(
+        {"run_id": ["r1"], "score": [0.5]}, schema={"run_id": pl.String, "score": pl.Float64}
+    )
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", scores)
+    (path,) = lk.parquet_files(lk.score_dir(tmp_path, "default", "task_scores"))
+    before = path.stat()
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", scores)
+        assert tx.moves == []  # nothing staged to move
+        assert tx.files_after(path.parent) == [path]
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # Other bytes replace it, as before.
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", scores.with_columns(score=1.0))
+    assert pl.read_parquet(path)["score"].to_list() == [1.0]
+    assert path.stat().st_ino != before.st_ino
+    assert not any(lk.staging_dir(tmp_path).iterdir())
+
+
 def test_scores_are_filed_by_rubric_and_dropped_for_parts_not_kept(tmp_path: Path) -> None:
     store = LakeStore(tmp_path)
     scores = pl.DataFrame(schema=polars_schema(SCORED["task_scores"]))
