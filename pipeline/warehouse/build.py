@@ -34,6 +34,7 @@ import re
 import secrets
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -41,7 +42,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.core.sql import SQL_DIR, sql_text
+from pipeline.core.settings import current_settings
+from pipeline.core.sql import SQL_DIR, duckdb_config, sql_text
 from pipeline.storage.lake import (
     SCORE_FAMILIES,
     fsync_path,
@@ -152,7 +154,8 @@ def lake_files(lake: Path, rubric_id: str) -> pl.DataFrame:
 
 
 def _connect(path: Path) -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
+    config = {**duckdb_config(), "storage_compatibility_version": STORAGE_VERSION}
+    return duckdb.connect(str(path), config=config)
 
 
 def _create_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
@@ -247,12 +250,48 @@ class Changes:
         return cls(load, drop, wanted.select(list(FILE_COLUMNS)), same.height)
 
 
+def _insert(con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> None:
+    try:
+        con.execute(_stage_sql("stage_insert", table), [list(staged_tables()[table]), files])
+    except duckdb.Error as exc:
+        raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
+
+
+def _load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
+    """Insert each table's files, tables side by side: one cursor (a connection to the
+    same database) per table, in the order of ``loads`` (largest first), as many at once
+    as the settings give DuckDB threads (``duckdb_threads``: the machine's cores).
+
+    A table's load is one statement and mostly one thread (a Parquet row group is
+    DuckDB's unit of work, and task_runs' files hold one or two), so the tables share
+    the cores better than each table alone does. Each table is still written by one
+    statement, its rows in the order serial loading gives; the cursors' transactions
+    touch different tables, so they never conflict, and readers see none of them before
+    the file is renamed into place."""
+    workers = min(len(loads), current_settings().duckdb_threads)
+    if workers <= 1:
+        for table, files in loads.items():
+            _insert(con, table, files)
+        return
+
+    def insert(table: str) -> None:
+        cursor = con.cursor()
+        try:
+            _insert(cursor, table, loads[table])
+        finally:
+            cursor.close()
+
+    with ThreadPoolExecutor(workers) as pool:
+        # Every load ends before the pool does; the first failure is raised.
+        list(pool.map(insert, loads))
+
+
 def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None:
     """Drop the rows of the parts in ``changes.drop``, load the files of ``changes.load``,
     and record ``changes.wanted`` as the files the warehouse now holds."""
     wanted = changes.wanted
-    tables = set(changes.drop["tbl"]) | set(changes.load["tbl"])
-    for table in sorted(tables):
+    loads: dict[str, list[str]] = {}
+    for table in sorted(set(changes.drop["tbl"]) | set(changes.load["tbl"])):
         dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
         loaded = changes.load.filter(pl.col("tbl") == table)["path"].to_list()
         kept = wanted.filter(pl.col("tbl") == table).height - len(loaded)
@@ -264,13 +303,14 @@ def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None
                 _create_table(con, table)
             elif dropped:
                 con.execute(_stage_sql("stage_delete", table), [dropped])
-            if loaded:
-                files = [str(lake / relative) for relative in loaded]
-                con.execute(
-                    _stage_sql("stage_insert", table), [list(staged_tables()[table]), files]
-                )
         except duckdb.Error as exc:
             raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
+        if loaded:
+            loads[table] = [str(lake / relative) for relative in loaded]
+    # The largest first, so that the small ones fill the other threads meanwhile.
+    by_size = changes.load.group_by("tbl").agg(pl.col("size").sum())
+    by_size = by_size.sort(["size", "tbl"], descending=[True, False])
+    _load(con, {table: loads[table] for table in by_size["tbl"]})
     con.register("wanted_files", wanted)
     try:
         con.execute(sql_text("warehouse/files_replace.sql"))

@@ -19,6 +19,7 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.core.settings import Settings, use_settings
 from pipeline.engines import local as local_engine
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.ingest import ingest_locked
@@ -469,3 +470,51 @@ def test_lake_path_with_glob_characters_is_refused(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="glob"):
         check_lake_path(tmp_path / "la*ke")
     assert check_lake_path(tmp_path / "it's").endswith("it's")
+
+
+def stage_tables_as_stored(path: Path) -> dict[str, pl.DataFrame]:
+    """Every staging table's rows in the order they were written (rowid), not sorted."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: con.table(STAGE_PREFIX + t).order("rowid").pl() for t in staged_tables()}
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_tables_loaded_side_by_side_equal_tables_loaded_one_at_a_time(
+    sample_lake_copy: Path,
+) -> None:
+    lake = sample_lake_copy
+    built: list[tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]] = []
+    for threads in (1, 2, 4):  # one table at a time; two and four side by side
+        warehouse_path(lake).unlink()
+        with use_settings(Settings(duckdb_threads=threads)):
+            assert build_warehouse(lake, DEFAULT.rubric_id).files_loaded > 4
+        path = warehouse_path(lake)
+        built.append((stage_tables_as_stored(path), every_view(path)))
+    serial = built[0]
+    assert sum(frame.height for frame in serial[0].values()) > 0
+    for tables, views in built[1:]:
+        assert sorted(tables) == sorted(serial[0])
+        for name, frame in tables.items():
+            # The same rows in the same order, bit for bit: each table is one statement.
+            assert_frame_equal(frame, serial[0][name], check_exact=True)
+        assert_same_rows(serial[1], views)
+
+
+@pytest.mark.slow
+def test_a_load_that_fails_beside_others_leaves_the_warehouse_as_it_was(
+    sample_lake_copy: Path,
+) -> None:
+    lake = sample_lake_copy
+    before = warehouse_path(lake).read_bytes()
+    broken = lk.parquet_files(lk.table_dir(lake, "task_runs"))[0]
+    broken.write_bytes(b"not parquet")
+    with (
+        use_settings(Settings(duckdb_threads=2)),
+        pytest.raises(WarehouseError, match="loading task_runs into the warehouse failed"),
+    ):
+        build_warehouse(lake, DEFAULT.rubric_id)
+    assert warehouse_path(lake).read_bytes() == before
+    assert not list(lake.glob(f".{warehouse_path(lake).name}.*"))
