@@ -240,6 +240,17 @@ def test_an_older_duckdb_shell_opens_a_copy_from_another_folder(
     assert {row["view"]: row["n"] for row in shell(counts)} == {
         view: frame.height for view, frame in expected.items()
     }
+    # The columns of whole input lines, stored with zstd, read back whole.
+    lines = shell(
+        "select (select sum(length(record))::bigint from task_runs) as records, "
+        "(select sum(length(raw))::bigint from quarantine) as raws"
+    )
+    assert lines == [
+        {
+            "records": expected["task_runs"]["record"].str.len_chars().sum(),
+            "raws": expected["quarantine"]["raw"].str.len_chars().sum(),
+        }
+    ]
     by_agent = shell("select * from by_agent")
     assert len(by_agent) == expected["by_agent"].height > 0
     assert set(by_agent[0]) == set(expected["by_agent"].columns)
@@ -285,9 +296,24 @@ def test_staging_tables_have_the_lake_files_column_types(sample_lake: Path, tmp_
                 "select column_name, data_type from duckdb_columns() where table_name = ?",
                 [STAGE_PREFIX + table],
             ).fetchall()
-            assert list(zip(files.columns, map(str, files.types), strict=True)) == [
-                row for row in held if row[0] != PART_COLUMN
-            ], table
+            # By name: the zstd columns come last (build.py's ZSTD_COLUMNS).
+            assert dict(zip(files.columns, map(str, files.types), strict=True)) == {
+                name: kind for name, kind in held if name != PART_COLUMN
+            }, table
+    finally:
+        con.close()
+
+
+def test_whole_input_lines_are_stored_with_zstd(sample_lake: Path) -> None:
+    con = duckdb.connect(str(warehouse_path(sample_lake)), read_only=True)
+    try:
+        for table, column in [("task_runs", "record"), ("quarantine", "raw")]:
+            stored = con.execute(
+                "select distinct compression from pragma_storage_info(?) "
+                "where column_name = ? and segment_type = 'VARCHAR'",
+                [STAGE_PREFIX + table, column],
+            ).fetchall()
+            assert stored == [("ZSTD",)], (table, column)
     finally:
         con.close()
 
