@@ -43,7 +43,7 @@ import duckdb
 import polars as pl
 
 from pipeline.core.settings import current_settings
-from pipeline.core.sql import SQL_DIR, duckdb_config, sql_text
+from pipeline.core.sql import SQL_DIR, sql_text
 from pipeline.storage.lake import (
     SCORE_FAMILIES,
     fsync_path,
@@ -154,8 +154,11 @@ def lake_files(lake: Path, rubric_id: str) -> pl.DataFrame:
 
 
 def _connect(path: Path) -> duckdb.DuckDBPyConnection:
-    config = {**duckdb_config(), "storage_compatibility_version": STORAGE_VERSION}
-    return duckdb.connect(str(path), config=config)
+    # The settings' threads, which _load also takes as its number of tables side by side.
+    threads: int = current_settings().duckdb_threads
+    return duckdb.connect(
+        str(path), config={"storage_compatibility_version": STORAGE_VERSION, "threads": threads}
+    )
 
 
 # Columns of long text, each a record's whole input line: stored with zstd (stage_add_text.sql).
@@ -275,12 +278,13 @@ def _load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
     same database) per table, in the order of ``loads`` (largest first), as many at once
     as the settings give DuckDB threads (``duckdb_threads``: the machine's cores).
 
-    A table's load is one statement and mostly one thread (a Parquet row group is
-    DuckDB's unit of work, and task_runs' files hold one or two), so the tables share
-    the cores better than each table alone does. Each table is still written by one
-    statement, its rows in the order serial loading gives; the cursors' transactions
-    touch different tables, so they never conflict, and readers see none of them before
-    the file is renamed into place."""
+    A table alone keeps few threads busy: DuckDB's unit of work is a Parquet row group
+    (at 100k runs task_runs' files hold one each), and a large commit compresses the
+    table's last row groups as it checkpoints, one commit at a time. Side by side, the
+    tables keep the cores busy. Each table is still written by one statement, its rows
+    in the order serial loading gives; the cursors' transactions touch different tables,
+    so they never conflict, and readers see none of them before the file is renamed into
+    place (a failure leaves the file unrenamed, ``_write``)."""
     workers = min(len(loads), current_settings().duckdb_threads)
     if workers <= 1:
         for table, files in loads.items():
