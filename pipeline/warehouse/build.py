@@ -299,7 +299,8 @@ def _load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
             cursor.close()
 
     with ThreadPoolExecutor(workers) as pool:
-        # Every load ends before the pool does; the first failure is raised.
+        # Every load ends before the pool does; the first failure in ``loads``' order is
+        # raised, so the table named is one whose load failed.
         list(pool.map(insert, loads))
 
 
