@@ -19,6 +19,7 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.core.settings import Settings, use_settings
 from pipeline.engines import local as local_engine
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.ingest import ingest_locked
@@ -239,6 +240,17 @@ def test_an_older_duckdb_shell_opens_a_copy_from_another_folder(
     assert {row["view"]: row["n"] for row in shell(counts)} == {
         view: frame.height for view, frame in expected.items()
     }
+    # The columns of whole input lines, stored with zstd, read back whole.
+    lines = shell(
+        "select (select sum(length(record))::bigint from task_runs) as records, "
+        "(select sum(length(raw))::bigint from quarantine) as raws"
+    )
+    assert lines == [
+        {
+            "records": expected["task_runs"]["record"].str.len_chars().sum(),
+            "raws": expected["quarantine"]["raw"].str.len_chars().sum(),
+        }
+    ]
     by_agent = shell("select * from by_agent")
     assert len(by_agent) == expected["by_agent"].height > 0
     assert set(by_agent[0]) == set(expected["by_agent"].columns)
@@ -284,9 +296,24 @@ def test_staging_tables_have_the_lake_files_column_types(sample_lake: Path, tmp_
                 "select column_name, data_type from duckdb_columns() where table_name = ?",
                 [STAGE_PREFIX + table],
             ).fetchall()
-            assert list(zip(files.columns, map(str, files.types), strict=True)) == [
-                row for row in held if row[0] != PART_COLUMN
-            ], table
+            # By name: the zstd columns come last (build.py's ZSTD_COLUMNS).
+            assert dict(zip(files.columns, map(str, files.types), strict=True)) == {
+                name: kind for name, kind in held if name != PART_COLUMN
+            }, table
+    finally:
+        con.close()
+
+
+def test_whole_input_lines_are_stored_with_zstd(sample_lake: Path) -> None:
+    con = duckdb.connect(str(warehouse_path(sample_lake)), read_only=True)
+    try:
+        for table, column in [("task_runs", "record"), ("quarantine", "raw")]:
+            stored = con.execute(
+                "select distinct compression from pragma_storage_info(?) "
+                "where column_name = ? and segment_type = 'VARCHAR'",
+                [STAGE_PREFIX + table, column],
+            ).fetchall()
+            assert stored == [("ZSTD",)], (table, column)
     finally:
         con.close()
 
@@ -475,3 +502,52 @@ def test_lake_path_with_glob_characters_is_refused(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="glob"):
         check_lake_path(tmp_path / "la*ke")
     assert check_lake_path(tmp_path / "it's").endswith("it's")
+
+
+def stage_tables_as_stored(path: Path) -> dict[str, pl.DataFrame]:
+    """Every staging table's rows in the order they were written (rowid), not sorted."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: con.table(STAGE_PREFIX + t).order("rowid").pl() for t in staged_tables()}
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_tables_loaded_side_by_side_equal_tables_loaded_one_at_a_time(
+    sample_lake_copy: Path,
+) -> None:
+    lake = sample_lake_copy
+    built: list[tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]] = []
+    for threads in (1, 2, 4):  # one table at a time; two and four side by side
+        warehouse_path(lake).unlink()
+        with use_settings(Settings(duckdb_threads=threads)):
+            assert build_warehouse(lake, DEFAULT.rubric_id).files_loaded > 4
+        path = warehouse_path(lake)
+        built.append((stage_tables_as_stored(path), every_view(path)))
+    serial = built[0]
+    assert sum(frame.height for frame in serial[0].values()) > 0
+    for tables, views in built[1:]:
+        assert sorted(tables) == sorted(serial[0])
+        for name, frame in tables.items():
+            # The same rows in the same order, bit for bit: each table is one statement.
+            assert_frame_equal(frame, serial[0][name], check_exact=True)
+        assert_same_rows(serial[1], views)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table", ["task_runs", "task_components"])
+def test_a_load_that_fails_beside_others_leaves_the_warehouse_as_it_was(
+    sample_lake_copy: Path, table: str
+) -> None:
+    lake = sample_lake_copy
+    before = warehouse_path(lake).read_bytes()
+    broken = lk.parquet_files(lk.table_dir(lake, table))[0]
+    broken.write_bytes(b"not parquet")
+    with use_settings(Settings(duckdb_threads=2)), pytest.raises(WarehouseError) as failed:
+        build_warehouse(lake, DEFAULT.rubric_id)
+    # The load that failed is named, not one the failure stopped (interrupted).
+    assert f"loading {table} into the warehouse failed" in str(failed.value)
+    assert "interrupt" not in str(failed.value).lower()
+    assert warehouse_path(lake).read_bytes() == before
+    assert not list(lake.glob(f".{warehouse_path(lake).name}.*"))
