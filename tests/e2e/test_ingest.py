@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +214,23 @@ def test_chunks_are_built_ahead_in_order_and_at_most_two_are_held(
         for part in report.parts
     ]
     assert landed == [(i + 1, f"r{i}") for i in range(6)]
+
+
+def test_a_lake_failure_while_the_next_chunk_is_built_stops_the_run_with_no_build_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    source = write_jsonl(tmp_path / "a.jsonl", lines_of(*(record(f"r{i}") for i in range(4))))
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(lk.Transaction, "write", full)
+    with lk.lake_lock(lake), pytest.raises(OSError, match="No space left"):
+        ingest_locked([source], lake, chunk_bytes=1)
+    # The chunk built ahead was waited for: no worker outlives the failed run.
+    assert not [t for t in threading.enumerate() if t.name.startswith("build")]
+    assert not list(lake.glob("task_runs/*.parquet"))
 
 
 @pytest.mark.slow
