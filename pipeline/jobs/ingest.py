@@ -59,8 +59,7 @@ def ingest_locked(
         chunks = iter_line_chunks(
             files, chunk_bytes=chunk_bytes, settings=chosen, inspect=env_rubric.inspect
         )
-        for lines in progress(chunks, "ingesting"):
-            lander.land(lines)
+        lander.land_all(progress(chunks, "ingesting"))
         if any(lander.found.values()):
             evolution.remember(tx, lake, lander.found, known)
         for name, document in (extra_state or {}).items():

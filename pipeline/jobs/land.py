@@ -6,6 +6,9 @@ every landed table, holding whole runs with all their components, with a manifes
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -36,6 +39,10 @@ from pipeline.storage.store import LakeStore
 from schemas import checked, polars_schema
 from schemas.registry import LANDED
 from schemas.tasks import Quarantine
+
+# Batches built at once: two keep both cores busy (a build alone leaves one mostly idle)
+# and hold two chunks, the bound of memory.
+BUILDERS = 2
 
 
 @dataclass
@@ -69,7 +76,34 @@ class Lander:
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
 
-    def land(self, lines: Lines) -> None:
+    def land_all(self, chunks: Iterable[Lines], builders: int = BUILDERS) -> None:
+        """Land ``chunks`` in their order, each as ``land`` would.
+
+        A chunk's batch is built (parsed, validated: DuckDB and Polars, which release the
+        GIL) in a worker while the chunk before it is checked against the lake and
+        written here, and the next one is read. At most two chunks are held at a time;
+        everything that depends on what landed before (dedupe, quarantine, the part
+        number) stays here, in order.
+        """
+        pool = ThreadPoolExecutor(max_workers=builders, thread_name_prefix="build")
+        try:
+            ahead: tuple[Lines, Future[Batch]] | None = None
+            for lines in chunks:
+                # The worker runs under the caller's settings (DuckDB's memory, threads).
+                built = pool.submit(copy_context().run, self._build, lines)
+                if ahead is not None:
+                    self.land(*ahead)
+                ahead = (lines, built)
+            if ahead is not None:
+                self.land(*ahead)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _build(self, lines: Lines) -> Batch:
+        return guarded(build_batch, lines, self.env_types, self.batch_id)
+
+    def land(self, lines: Lines, built: Future[Batch] | None = None) -> None:
+        """Land one chunk as one part (``built``: its batch, built ahead)."""
         sources = lines.frame.get_column("source").unique(maintain_order=True).to_list()
         earlier_failed = [s for s in sources if s in self.failed]
         if earlier_failed:
@@ -77,7 +111,7 @@ class Lander:
             self._split(lines, sources)
             return
         try:
-            self._write(lines, *self._frames(lines))
+            self._write(lines, *self._frames(lines, built))
         except FileFailure as failure:
             if len(sources) > 1:
                 self._split(lines, sources)
@@ -95,8 +129,10 @@ class Lander:
             else:
                 self.land(own)
 
-    def _frames(self, lines: Lines) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
-        batch = guarded(build_batch, lines, self.env_types, self.batch_id)
+    def _frames(
+        self, lines: Lines, built: Future[Batch] | None
+    ) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
+        batch = built.result() if built is not None else self._build(lines)
         earlier = earlier_runs(self.store, batch, self.tx, self.landed)
         held = earlier_quarantine(self.store, batch, self.tx)
         again = earlier_landed_lines(self.store, batch, self.tx)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,8 @@ import polars as pl
 import pytest
 
 from pipeline.jobs import commands as jobs
+from pipeline.jobs import ingest as ingest_job
+from pipeline.jobs import land
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.sources.chunks import read_lines
@@ -177,6 +181,56 @@ def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path:
     assert (again.skipped_duplicates, again.already_quarantined) == (5, 3)
     assert again.accounted == again.lines_read == 8
     assert count(lake, "task_runs") == 3
+
+
+def test_chunks_are_built_ahead_in_order_and_at_most_two_are_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A chunk of 1 byte holds one line. The next chunk's batch is built while this one is
+    # written, so two are held at a time; a third is read only once the first is written.
+    lake = tmp_path / "lake"
+    source = write_jsonl(tmp_path / "a.jsonl", lines_of(*(record(f"r{i}") for i in range(6))))
+    held = {"read": 0, "written": 0, "most": 0}
+    real_chunks, real_write = ingest_job.iter_line_chunks, land.Lander._write
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        for lines in real_chunks(*args, **kwargs):
+            held["read"] += 1
+            held["most"] = max(held["most"], held["read"] - held["written"])
+            yield lines
+
+    def write(self: land.Lander, *args: Any) -> None:
+        held["written"] += 1
+        real_write(self, *args)
+
+    monkeypatch.setattr(ingest_job, "iter_line_chunks", counted)
+    monkeypatch.setattr(land.Lander, "_write", write)
+    with lk.lake_lock(lake):
+        report = ingest_locked([source], lake, chunk_bytes=1)
+    assert held == {"read": 6, "written": 6, "most": 2}
+    # Part N holds line N + 1: the parts are numbered in the order of the lines.
+    landed = [
+        pl.read_parquet(lake / "task_runs" / f"{part}.parquet").select("line", "run_id").row(0)
+        for part in report.parts
+    ]
+    assert landed == [(i + 1, f"r{i}") for i in range(6)]
+
+
+def test_a_lake_failure_while_the_next_chunk_is_built_stops_the_run_with_no_build_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    source = write_jsonl(tmp_path / "a.jsonl", lines_of(*(record(f"r{i}") for i in range(4))))
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(lk.Transaction, "write", full)
+    with lk.lake_lock(lake), pytest.raises(OSError, match="No space left"):
+        ingest_locked([source], lake, chunk_bytes=1)
+    # The chunk built ahead was waited for: no worker outlives the failed run.
+    assert not [t for t in threading.enumerate() if t.name.startswith("build")]
+    assert not list(lake.glob("task_runs/*.parquet"))
 
 
 @pytest.mark.slow
