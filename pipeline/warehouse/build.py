@@ -20,8 +20,9 @@ fingerprint: the views' SQL, the tables' schemas, the storage version), it is
 copied and only the lake files added, changed or removed since are loaded or
 dropped; under a new rubric that is every score file, while the landed tables
 stay. A file whose size or mtime moved is hashed, and one rewritten with the same bytes
-(a rescore under the same rubric rewrites every score file, mostly unchanged) is not
-loaded again: the warehouse holds its rows already. Otherwise the file is built from
+(a lake restored from a copy, a file touched by hand; a rescore under the same rubric
+leaves such score files in place) is not loaded again: the warehouse holds its rows
+already. Otherwise the file is built from
 nothing: from a copy of the empty file (facts, staging tables, views), which a process
 creates once, since creating the views costs more than loading a small lake.
 """
