@@ -105,14 +105,11 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
     print_ingest_report(console, summary.ingest)
     print_score_result(console, summary.score)
     from pipeline.core.sql import sql_text
-    from pipeline.warehouse import connect_read_only
+    from pipeline.warehouse import reading
 
-    con = connect_read_only(lake)
-    try:
+    with reading(lake) as con:
         rows = con.execute(sql_text("queries/summary_by_version.sql")).fetchall()
         servers = con.execute(sql_text("queries/summary_by_server.sql")).fetchall()
-    finally:
-        con.close()
     table = Table(title="runs and mean score by agent and version")
     for column in (
         "agent",

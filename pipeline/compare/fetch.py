@@ -20,7 +20,7 @@ from pipeline.compare.versions import (
 )
 from pipeline.core.jsonsafe import json_safe
 from pipeline.core.sql import run_sql
-from pipeline.warehouse import connect_read_only
+from pipeline.warehouse import reading
 
 
 def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:
@@ -30,11 +30,8 @@ def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> 
 def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] | str:
     """The agent's known versions (in order of first graded run), or a message naming
     what is unknown: a usage error, for the CLI to say."""
-    con = connect_read_only(lake)
-    try:
+    with reading(lake) as con:
         known = _query(con, "compare_versions", [agent])["agent_version"].to_list()
-    finally:
-        con.close()
     if not known:
         return f"no runs of agent {agent!r} in the warehouse at {lake}"
     missing = [v for v in wanted if v not in known]
@@ -56,8 +53,7 @@ def fetch_comparison(
 ) -> Comparison:
     """Run the comparison on the warehouse: fetch runs and components, then the reasons
     from the metadata of the regressed problems' worst trials only."""
-    con = connect_read_only(lake)
-    try:
+    with reading(lake) as con:
         versions = [baseline, candidate]
         result = compare_versions(
             _query(con, "compare_runs", [agent, versions]),
@@ -72,8 +68,6 @@ def fetch_comparison(
         if not run_ids:
             return result
         metadata = _query(con, "compare_metadata", [run_ids])
-    finally:
-        con.close()
     regressed = failure_reasons(result.regressed.drop("failing_reason"), metadata.lazy())
     report = {**result.report, "regressed_problems": [json_safe(r) for r in regressed.to_dicts()]}
     return Comparison(report=report, pairs=result.pairs, regressed=regressed)
@@ -81,9 +75,6 @@ def fetch_comparison(
 
 def fetch_history(lake: Path, agent: str, versions: Sequence[str]) -> list[dict[str, Any]]:
     """Every version of ``agent`` with its metrics and its step against the one before."""
-    con = connect_read_only(lake)
-    try:
+    with reading(lake) as con:
         runs = _query(con, "compare_runs", [agent, list(versions)])
-    finally:
-        con.close()
     return version_history(runs, agent=agent)

@@ -17,7 +17,7 @@ import duckdb
 import polars as pl
 
 from pipeline.core.sql import sql_text
-from pipeline.warehouse import connect_read_only, warehouse_path
+from pipeline.warehouse import reading, warehouse_path
 
 NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
 # The changes --fail-on-new looks at: a finding the new version brought or made worse.
@@ -117,14 +117,11 @@ def fetch_diff(
     """The two versions (default: the latest two) of ``server`` and what changed."""
     if not warehouse_path(lake).exists():
         raise DiffUsageError(f"{lake} is not a lake (no warehouse.duckdb): run `pipeline run`")
-    con = connect_read_only(lake)
-    try:
+    with reading(lake) as con:
         versions = _fetch(con, "surface_diff_versions", [server])["version_label"].to_list()
         chosen = _choose(server, versions, from_version, to_version)
         findings = _fetch(con, "surface_diff_findings", [server, *chosen])
         grades = _fetch(con, "surface_diff_grades", [server, *chosen]).to_dicts()
-    finally:
-        con.close()
     return SurfaceDiff(server, chosen[0], chosen[1], versions, findings, grades[0])
 
 

@@ -13,6 +13,7 @@ from pipeline.warehouse.file import (
     built_rubric_id,
     connect_read_only,
     open_commands,
+    reading,
     warehouse_path,
 )
 from pipeline.warehouse.models import STAGE_PREFIX, create_views, models, staged_tables, view_order
@@ -32,6 +33,7 @@ __all__ = [
     "create_views",
     "models",
     "open_commands",
+    "reading",
     "staged_tables",
     "view_order",
     "warehouse_path",

@@ -35,7 +35,9 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -54,6 +56,7 @@ from pipeline.storage.store import LakeStore
 from pipeline.warehouse.file import (
     STORAGE_VERSION,
     WAREHOUSE_NAME,
+    SharedInstance,
     WarehouseError,
     meta_value,
     read_if_usable,
@@ -154,12 +157,19 @@ def lake_files(lake: Path, rubric_id: str) -> pl.DataFrame:
 # --------------------------------------------------------------------------- the file's side
 
 
-def _connect(path: Path) -> duckdb.DuckDBPyConnection:
-    # The settings' threads, which _load also takes as its number of tables side by side.
-    threads: int = current_settings().duckdb_threads
-    return duckdb.connect(
-        str(path), config={"storage_compatibility_version": STORAGE_VERSION, "threads": threads}
-    )
+_WRITER = SharedInstance()
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A new file at ``path``, in the storage version readers need (``file.py``), written
+    through the process's writer instance (``SharedInstance``), closed when the block ends."""
+    with _WRITER.attached(str(path), f"storage_version '{STORAGE_VERSION}'") as con:
+        # The settings' threads, which _load also takes as its number of tables side by
+        # side (an instance's setting: builds in one process take the same).
+        threads: int = current_settings().duckdb_threads
+        con.execute(f"set threads = {int(threads)}")
+        yield con
 
 
 # Columns of long text, each a record's whole input line: stored with zstd (stage_add_text.sql).
@@ -207,12 +217,9 @@ def _write_empty(path: Path) -> None:
     if made is not None:
         path.write_bytes(made)
         return
-    con = _connect(path)
-    try:
+    with _writing(path) as con:
         _create(con)
         con.execute("checkpoint")
-    finally:
-        con.close()
     _EMPTY[fingerprint()] = path.read_bytes()
 
 
@@ -292,9 +299,13 @@ def _load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
             _insert(con, table, files)
         return
 
+    # A cursor's default database is the instance's own: each is pointed at the file.
+    ((database,),) = con.execute("select current_database()").fetchall()
+
     def insert(table: str) -> None:
         cursor = con.cursor()
         try:
+            cursor.execute(f'use "{database}"')
             _insert(cursor, table, loads[table])
         finally:
             cursor.close()
@@ -353,13 +364,10 @@ def _write(lake: Path, rubric_id: str, *, incremental: bool, changes: Changes) -
             shutil.copyfile(final, tmp)
         else:
             _write_empty(tmp)
-        con = _connect(tmp)
-        try:
+        with _writing(tmp) as con:
             con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", rubric_id])
             _apply(con, lake, changes)
             con.execute("checkpoint")
-        finally:
-            con.close()
         fsync_path(tmp)
         os.replace(tmp, final)
         fsync_path(lake)

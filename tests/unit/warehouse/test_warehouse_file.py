@@ -12,12 +12,15 @@ import pytest
 from pipeline.core.sql import sql_text
 from pipeline.warehouse.file import (
     OLDEST_READER,
+    SharedInstance,
     WarehouseError,
     built_rubric_id,
     connect_read_only,
     meta_value,
     open_commands,
+    opened,
     read_if_usable,
+    reading,
     warehouse_path,
 )
 
@@ -70,6 +73,40 @@ def test_a_failing_read_is_none_and_the_file_is_closed(tmp_path: Path) -> None:
     assert read_if_usable(warehouse_path(lake), broken) is None
     # Closed: a writer may open the file again in this process.
     duckdb.connect(str(warehouse_path(lake))).close()
+
+
+def test_overlapping_reads_of_one_file_each_see_it_and_leave_nothing_attached(
+    tmp_path: Path,
+) -> None:
+    first = _with_meta(tmp_path / "a", rubric_id="r-a")
+    second = _with_meta(tmp_path / "b", rubric_id="r-b")
+    with opened(warehouse_path(first)) as outer:
+        # The same file again while it is attached (DuckDB refuses a path twice in one
+        # instance): a connection of its own; another file: attached beside it.
+        with opened(warehouse_path(first)) as inner, reading(second) as other:
+            assert meta_value(inner, "rubric_id") == "r-a"
+            assert meta_value(other, "rubric_id") == "r-b"
+        assert meta_value(outer, "rubric_id") == "r-a"
+        (database,) = outer.execute("select current_database()").fetchall()[0]
+    # Detached: the file can be written again in this process, and read afresh.
+    con = duckdb.connect(str(warehouse_path(first)))
+    con.execute(sql_text("queries/meta_set.sql"), ["rubric_id", "r-a2"])
+    con.close()
+    assert built_rubric_id(first) == "r-a2"
+    with reading(second) as con:
+        attached = con.execute("select database_name from duckdb_databases()").fetchall()
+    assert (database,) not in attached
+
+
+def test_a_forgotten_shared_instance_starts_again_on_the_next_opening(tmp_path: Path) -> None:
+    lake = _with_meta(tmp_path, rubric_id="r")
+    shared = SharedInstance()
+    with shared.attached(str(warehouse_path(lake)), "read_only") as con:
+        before = con.execute("select 1").fetchall()
+    shared.forget()
+    with shared.attached(str(warehouse_path(lake)), "read_only") as con:
+        assert meta_value(con, "rubric_id") == "r"
+        assert con.execute("select 1").fetchall() == before
 
 
 def test_the_analysts_door_names_what_is_missing(tmp_path: Path) -> None:
