@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.tables import Column, fill_table, markdown_table
+from pipeline.core.stages import AWAITED
 from tools.simulate import ENV_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -304,12 +305,23 @@ def build_rows(
 
 def rescore_breakdown(rescore: dict[str, Any]) -> str:
     """The local engine's rescoring seconds by stage; the rest is the transaction's
-    commit, the lock, the repair check and the warehouse."""
-    stages: dict[str, float] = rescore.get("score_stages") or {}
+    commit, the lock, the repair check and the warehouse.
+
+    Parts are scored side by side in workers (``pipeline.engines.local``): their plan and
+    checks seconds are added up over the workers, and the caller's wall time is the
+    seconds it awaited scores, its writes and the rest."""
+    stages: dict[str, float] = dict(rescore.get("score_stages") or {})
     if not stages:
         return ""
-    rest = rescore["seconds"] - sum(stages.values())
-    return ", ".join(f"{name} {value:.2f} s" for name, value in {**stages, "rest": rest}.items())
+    awaited = stages.pop(AWAITED, None)
+    if awaited is None:
+        rest = rescore["seconds"] - sum(stages.values())
+        shown = {**stages, "rest": rest}
+    else:
+        rest = rescore["seconds"] - awaited - stages.get("writes", 0.0)
+        workers = {name: value for name, value in stages.items() if name != "writes"}
+        shown = {**workers, AWAITED: awaited, "writes": stages.get("writes", 0.0), "rest": rest}
+    return ", ".join(f"{name} {value:.2f} s" for name, value in shown.items())
 
 
 COLUMNS = (

@@ -33,6 +33,13 @@ def progress(items: Iterable[T], description: str, total: int | None = None) -> 
     yield from _track[0](items, description, total)
 
 
+# The stage under which a scoring's caller counts the seconds it spent getting parts' score
+# tables (scoring them, or waiting for the workers that do, pipeline/engines/local.py): with
+# parts side by side, "plan" and "checks" are the workers' seconds added up, which may
+# exceed the wall time they took.
+AWAITED = "awaited"
+
+
 @contextmanager
 def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
     """Add the seconds the block took to ``seconds[stage]`` (a stage may run many times)."""

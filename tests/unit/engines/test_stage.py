@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -10,13 +11,15 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from pipeline.engines import local as local_engine
 from pipeline.engines.arrow_stages import SORT_KEYS
 from pipeline.engines.engine import LocalEngine
-from pipeline.engines.local import score_part
+from pipeline.engines.local import score_part, score_parts
 from pipeline.engines.stage import FAMILIES, TASKS, Family, score_tables
-from pipeline.rubric import parse_rubric
+from pipeline.rubric import Rubric, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
+from tests.unit.engines.conftest import PART
 
 DEFAULT = parse_rubric({})
 
@@ -90,3 +93,53 @@ def test_scoring_a_part_twice_writes_the_same_rows_in_key_order(lake: Path, tmp_
         assert_frame_equal(second[name], frame)
         assert frame.height >= 3
         assert_frame_equal(frame, frame.sort(SORT_KEYS[name]))
+
+
+def _parts_of(lake: Path, copies: int, tmp_path: Path) -> tuple[LakeStore, list[str]]:
+    """The conftest lake with its one part copied ``copies`` times under other names."""
+    root = Path(shutil.copytree(lake, tmp_path / "many"))
+    for path in list(root.rglob(f"{PART}.parquet")):
+        for index in range(copies):
+            shutil.copy2(path, path.with_name(f"p-{index + 2:04d}.parquet"))
+    store = LakeStore(root)
+    return store, store.all_parts()
+
+
+def test_parts_scored_side_by_side_come_in_order_and_equal_one_at_a_time(
+    lake: Path, tmp_path: Path
+) -> None:
+    store, parts = _parts_of(lake, 4, tmp_path)
+    assert len(parts) == 5
+    alone: dict[str, float] = {}
+    side: dict[str, float] = {}
+    serial = list(score_parts(store, DEFAULT, parts, alone, scorers=1))
+    ahead = list(score_parts(store, DEFAULT, parts, side, scorers=2))
+    assert [part for part, _ in ahead] == parts == [part for part, _ in serial]
+    for (_, left), (_, right) in zip(serial, ahead, strict=True):
+        assert list(left) == list(right)
+        for name in left:
+            assert_frame_equal(left[name], right[name])
+    # Every part's stage seconds are counted, on the caller's dict.
+    assert sorted(side) == sorted(alone) == ["awaited", "checks", "plan"]
+
+
+def test_a_part_that_fails_ahead_stops_the_scoring_and_leaves_no_worker(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, parts = _parts_of(lake, 3, tmp_path)
+    real = local_engine.score_part
+
+    def fails_on_the_third(
+        store: LakeStore, part: str, rubric: Rubric, seconds: dict[str, float] | None = None
+    ) -> dict[str, pl.DataFrame]:
+        if part == parts[2]:
+            raise RuntimeError(f"scoring {part} failed")
+        return real(store, part, rubric, seconds)
+
+    monkeypatch.setattr(local_engine, "score_part", fails_on_the_third)
+    got = []
+    with pytest.raises(RuntimeError, match=f"scoring {parts[2]} failed"):
+        for part, _ in score_parts(store, DEFAULT, parts, {}, scorers=2):
+            got.append(part)
+    assert got == parts[:2]
+    assert not [t for t in threading.enumerate() if t.name.startswith("score")]

@@ -68,6 +68,15 @@ def test_rescore_breakdown_names_the_rest() -> None:
         "plan 2.00 s, checks 0.50 s, writes 1.00 s, rest 0.50 s"
     )
     assert rescore_breakdown(stage(3.0)) == ""  # Spark reports no stages
+    # Parts scored side by side: plan and checks are the workers' seconds added up (here
+    # more than the wall time); the caller's 4 s are 2.5 awaited, 1 writing, 0.5 the rest.
+    side = {
+        **RESULTS["rescore"],
+        "score_stages": {"plan": 3.0, "checks": 0.75, "awaited": 2.5, "writes": 1.0},
+    }
+    assert rescore_breakdown(side) == (
+        "plan 3.00 s, checks 0.75 s, awaited 2.50 s, writes 1.00 s, rest 0.50 s"
+    )
 
 
 def test_markdown_holds_the_table_and_how_it_was_made() -> None:
