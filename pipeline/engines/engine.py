@@ -37,11 +37,18 @@ def write_scores(
     from pipeline.core.stages import progress, timed
 
     counts: dict[str, int] = {}
-    for part, tables in progress(scored, f"scoring under {rubric.rubric_id}", total=total):
-        for name, frame in tables.items():
-            with timed(seconds, "writes"):
-                store.write_scores(tx, rubric.rubric_id, part, name, frame)
-            counts[name] = counts.get(name, 0) + frame.height
+    try:
+        for part, tables in progress(scored, f"scoring under {rubric.rubric_id}", total=total):
+            for name, frame in tables.items():
+                with timed(seconds, "writes"):
+                    store.write_scores(tx, rubric.rubric_id, part, name, frame)
+                counts[name] = counts.get(name, 0) + frame.height
+    finally:
+        # On a failure, the parts still being scored ahead are stopped before the
+        # transaction aborts (a generator's close ends its workers).
+        close = getattr(scored, "close", None)
+        if close is not None:
+            close()
     return counts
 
 

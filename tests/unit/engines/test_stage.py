@@ -143,3 +143,51 @@ def test_a_part_that_fails_ahead_stops_the_scoring_and_leaves_no_worker(
             got.append(part)
     assert got == parts[:2]
     assert not [t for t in threading.enumerate() if t.name.startswith("score")]
+
+
+def test_parts_are_written_in_order_and_a_failed_write_stops_the_scoring(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, parts = _parts_of(lake, 3, tmp_path)
+    order: list[str] = []
+    real = LakeStore.write_scores
+
+    def recorded(
+        self: LakeStore,
+        tx: lk.Transaction,
+        rubric_id: str,
+        part: str,
+        table: str,
+        frame: pl.DataFrame,
+    ) -> None:
+        order.append(part)
+        real(self, tx, rubric_id, part, table, frame)
+
+    monkeypatch.setattr(LakeStore, "write_scores", recorded)
+    with lk.lake_lock(store.root), lk.Transaction(store.root) as tx:
+        LocalEngine().score(store, DEFAULT, parts, tx, {})
+    # Each part's tables together, the parts in their order.
+    assert list(dict.fromkeys(order)) == parts
+    tables = sum(len(family.scores) for family in FAMILIES)
+    assert [order.count(part) for part in parts] == [tables] * len(parts)
+
+    def fails_on_the_second(
+        self: LakeStore,
+        tx: lk.Transaction,
+        rubric_id: str,
+        part: str,
+        table: str,
+        frame: pl.DataFrame,
+    ) -> None:
+        if part == parts[1]:
+            raise OSError(f"disk full writing {part}")
+        real(self, tx, rubric_id, part, table, frame)
+
+    monkeypatch.setattr(LakeStore, "write_scores", fails_on_the_second)
+    with (
+        pytest.raises(OSError, match=f"disk full writing {parts[1]}"),
+        lk.lake_lock(store.root),
+        lk.Transaction(store.root) as tx,
+    ):
+        LocalEngine().score(store, DEFAULT, parts, tx, {})
+    assert not [t for t in threading.enumerate() if t.name.startswith(("write", "score"))]
