@@ -73,7 +73,7 @@ class _Scoring:
 
 @dataclass(frozen=True)
 class LocalEngine(_Scoring):
-    """Score here, one part at a time (the default)."""
+    """Score here, two parts at a time (the default)."""
 
     def scorer(self) -> PartScorer:
         from pipeline.engines.local import score_parts

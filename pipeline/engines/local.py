@@ -1,5 +1,5 @@
-"""The local engine: each landed part scored in this process by the scoring stage, one
-part in memory at a time, its tables read as lazy scans (nothing is nested)."""
+"""The local engine: each landed part scored in this process by the scoring stage, two
+parts side by side (``SCORERS``), their tables read as lazy scans (nothing is nested)."""
 
 from __future__ import annotations
 
