@@ -138,6 +138,7 @@ def replicate(params: dict[str, Any]) -> dict[str, Any]:
     for copy in range(1, copies):
         for part in originals:
             twin = f"{part}-r{copy:03d}"
+            facts: dict[str, Any] = {}
             for table in lk.LANDED_TABLES:
                 source = lk.table_dir(lake, table) / f"{part}.parquet"
                 if not source.exists():
@@ -147,12 +148,17 @@ def replicate(params: dict[str, Any]) -> dict[str, Any]:
                     frame = frame.with_columns(
                         pl.format("r{}-{}", pl.lit(copy), pl.col("run_id")).alias("run_id")
                     )
-                lk.write_parquet_atomic(frame, lk.table_dir(lake, table) / f"{twin}.parquet")
+                target = lk.table_dir(lake, table) / f"{twin}.parquet"
+                lk.write_parquet_atomic(frame, target)
+                facts[table] = parts.file_facts(target)
                 written += 1
                 del frame
-            lk.write_json_atomic(
-                lk.read_json(manifests / f"{part}.json", None), manifests / f"{twin}.json"
-            )
+            # The twin's own files' facts (hash, size, mtime): with the original's, every
+            # twin fails its manifest check and is removed whole before scoring reads it.
+            document = lk.read_json(manifests / f"{part}.json", None)
+            if "files" in document:
+                document = {**document, "files": facts}
+            lk.write_json_atomic(document, manifests / f"{twin}.json")
     return {"files": written, "parts": len(originals) * copies}
 
 

@@ -149,3 +149,21 @@ def test_whole_process_rounds_run_score_and_the_peer(
     assert sorted(measured) == ["import", "peer", "score"]
     assert all(cpu > 0 and wall > 0 for pairs in measured.values() for cpu, wall in pairs)
     assert (tmp_path / "peer" / "runs.parquet").is_file()
+
+
+def test_a_replicated_lake_holds_every_copy_as_a_whole_part(tmp_path: Path) -> None:
+    from bench.stages import replicate
+    from pipeline.jobs import commands as jobs
+    from pipeline.jobs.check import check_lake
+    from pipeline.rubric import parse_rubric
+    from tools.simulate import write_task_jsonl
+
+    runs, copies = 40, 3
+    write_task_jsonl(tmp_path / "runs.jsonl", runs, seed=3)
+    lake = tmp_path / "lake"
+    rubric = parse_rubric({})
+    jobs.ingest([tmp_path / "runs.jsonl"], lake, rubric)
+    assert replicate({"lake": str(lake), "copies": copies})["parts"] == copies
+    # Every twin passes its manifest check, so a full rescore scores every copy.
+    assert jobs.score(lake, rubric).task_runs == runs * copies
+    assert check_lake(lake).violations == []
