@@ -87,6 +87,9 @@ class SharedInstance:
                 raise
             try:
                 cursor.execute(f"use {alias}")
+                # Spilled query state beside the file, as a connection to the file keeps
+                # it (an in-memory instance would use ./.tmp, wherever the command ran).
+                cursor.execute("set temp_directory = ?", [f"{path}.tmp"])
                 yield cursor
             finally:
                 try:

@@ -122,3 +122,10 @@ def test_open_commands_paste_as_they_are(tmp_path: Path, monkeypatch: pytest.Mon
     assert shlex.split(commands["shell"])[-2:] == ["-readonly", "my lake/warehouse.duckdb"]
     assert shlex.split(commands["query"])[-4:] == ["query", "select 1;", "--lake", "my lake"]
     assert commands["readers"] == f"DuckDB {OLDEST_READER} or later"
+
+
+def test_an_attached_file_spills_beside_itself(tmp_path: Path) -> None:
+    lake = _with_meta(tmp_path, rubric_id="r")
+    with reading(lake) as con:
+        ((spill,),) = con.execute("select current_setting('temp_directory')").fetchall()
+    assert spill == f"{warehouse_path(lake).resolve()}.tmp"
