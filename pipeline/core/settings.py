@@ -118,8 +118,9 @@ class Settings:
         DUCKDB_MEMORY_ENV,
         4 * GIB,
         "bytes",
-        "DuckDB's memory per pipeline connection (ingest, scoring); past it that input "
-        "file alone is quarantined whole. The 600-tool report needs just over 2 GiB.",
+        "DuckDB's memory per pipeline connection (ingest, scoring, the warehouse build); "
+        "past it an input file alone is quarantined whole, and a build writes blocks to its "
+        "file. The 600-tool report needs just over 2 GiB.",
     )
     duckdb_threads: int = field(
         default_factory=_cores,

@@ -3,12 +3,16 @@ made once per process, and holds every view and staging table the code defines."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
+from pipeline.core.settings import current_settings, use_settings
 from pipeline.warehouse import STAGE_PREFIX, build_warehouse, models, staged_tables, warehouse_path
+from pipeline.warehouse import build as build_module
 
 
 def _catalog(lake: Path) -> dict[str, Any]:
@@ -45,3 +49,24 @@ def test_every_build_from_nothing_holds_the_same_views_tables_and_facts(tmp_path
     assert {STAGE_PREFIX + table for table in staged_tables()} <= tables
     assert ("rubric_id", "r-1") in catalog["meta"]
     assert catalog["macros"], "the macros of sql/macros/ are in the file"
+
+
+def test_a_build_runs_within_the_settings_memory_and_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[str, str]] = []
+    real = build_module._apply
+
+    def recorded(con: duckdb.DuckDBPyConnection, *args: Any) -> None:
+        ((memory, threads),) = con.execute(
+            "select current_setting('memory_limit'), current_setting('threads')::varchar"
+        ).fetchall()
+        seen.append((memory, threads))
+        real(con, *args)
+
+    monkeypatch.setattr(build_module, "_apply", recorded)
+    settings = replace(current_settings(), duckdb_memory_bytes=3 * 2**30, duckdb_threads=1)
+    with use_settings(settings):
+        build_warehouse(tmp_path, "r-1")
+    # DuckDB shows the limit in its own units: 3 GiB is 3.0 GiB.
+    assert seen == [("3.0 GiB", "1")]
