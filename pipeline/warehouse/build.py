@@ -170,7 +170,7 @@ def _writing(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         # Without a limit DuckDB holds up to 80% of the machine: a build from nothing of
         # a 10M-run lake peaked at 8.2 GiB; past the limit it writes blocks to the file.
         settings = current_settings()
-        con.execute(f"set threads = {int(settings.duckdb_threads)}")
+        con.execute("set threads = ?", [settings.duckdb_threads])
         con.execute("set memory_limit = ?", [f"{int(settings.duckdb_memory_bytes)}B"])
         yield con
 

@@ -37,16 +37,25 @@ def warehouse_path(lake: Path) -> Path:
     return lake / WAREHOUSE_NAME
 
 
-def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
-    """The analysts' door: the views, and nothing that writes. A connection of its own,
-    which the caller closes; the pipeline's own reads go through ``reading``."""
+def _existing(lake: Path) -> Path:
     path = warehouse_path(lake)
     if not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline run` first")
+    return path
+
+
+def _unreadable(path: Path, exc: duckdb.Error) -> WarehouseError:
+    return WarehouseError(f"cannot open {path} read-only: {exc}")
+
+
+def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
+    """The analysts' door: the views, and nothing that writes. A connection of its own,
+    which the caller closes; the pipeline's own reads go through ``reading``."""
+    path = _existing(lake)
     try:
         return duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        raise WarehouseError(f"cannot open {path} read-only: {exc}") from exc
+        raise _unreadable(path, exc) from exc
 
 
 # Starting a DuckDB instance (duckdb.connect) costs 15-30 ms of CPU in DuckDB 2.0, attaching a
@@ -140,14 +149,12 @@ def opened(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 @contextmanager
 def reading(lake: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """The lake's warehouse, read-only, for the pipeline's own reads (see ``opened``)."""
-    path = warehouse_path(lake)
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline run` first")
+    path = _existing(lake)
     with ExitStack() as stack:
         try:
             con = stack.enter_context(opened(path))
         except duckdb.Error as exc:
-            raise WarehouseError(f"cannot open {path} read-only: {exc}") from exc
+            raise _unreadable(path, exc) from exc
         yield con
 
 
