@@ -35,6 +35,7 @@ from pipeline.warehouse import (
     staged_tables,
     warehouse_path,
 )
+from pipeline.warehouse import build as build_module
 from tests.paths import SAMPLE
 
 DEFAULT = parse_rubric({})
@@ -533,6 +534,38 @@ def test_tables_loaded_side_by_side_equal_tables_loaded_one_at_a_time(
             # The same rows in the same order, bit for bit: each table is one statement.
             assert_frame_equal(frame, serial[0][name], check_exact=True)
         assert_same_rows(serial[1], views)
+
+
+def test_tables_loaded_side_by_side_take_one_duckdb_thread_each(
+    sample_lake_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On more threads an insert writes partly filled row groups, which the closing
+    # checkpoint merges and writes again alone (bench/RESULTS.md, seventh pass): side by
+    # side, each table's insert runs on its cursor's thread only, and the build's threads
+    # are back for what follows the loads.
+    lake = sample_lake_copy
+    seen: list[tuple[str, int]] = []
+    after: list[int] = []
+    real_insert, real_load = build_module._insert, build_module._load
+
+    def insert(con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> None:
+        ((threads,),) = con.execute("select current_setting('threads')").fetchall()
+        seen.append((table, threads))
+        real_insert(con, table, files)
+
+    def load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
+        real_load(con, loads)
+        ((threads,),) = con.execute("select current_setting('threads')").fetchall()
+        after.append(threads)
+
+    monkeypatch.setattr(build_module, "_insert", insert)
+    monkeypatch.setattr(build_module, "_load", load)
+    warehouse_path(lake).unlink()
+    with use_settings(Settings(duckdb_threads=2)):
+        assert build_warehouse(lake, DEFAULT.rubric_id).files_loaded > 4
+    assert len(seen) > 2
+    assert {threads for _, threads in seen} == {1}
+    assert after == [2]
 
 
 @pytest.mark.slow
