@@ -293,10 +293,10 @@ def _load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
     (at 100k runs task_runs' files hold one each), and a large commit compresses the
     table's last row groups as it checkpoints, one commit at a time. Side by side, the
     tables keep the cores busy, each on one thread (``_one_thread_per_table``). Each table
-    is still written by one statement, its rows
-    in the order serial loading gives; the cursors' transactions touch different tables,
-    so they never conflict, and readers see none of them before the file is renamed into
-    place (a failure leaves the file unrenamed, ``_write``)."""
+    is still written by one statement, its rows in the order serial loading gives; the
+    cursors' transactions touch different tables, so they never conflict, and readers see
+    none of them before the file is renamed into place (a failure leaves the file
+    unrenamed, ``_write``)."""
     workers = min(len(loads), current_settings().duckdb_threads)
     if workers <= 1:
         for table, files in loads.items():
