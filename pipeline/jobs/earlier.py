@@ -21,9 +21,6 @@ from schemas.tasks import QuarantineResolved
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
 
 
-RUN_TABLES = ("task_runs", "surface_runs")
-
-
 def landed_index(store: LakeStore) -> dict[str, LandedIndex]:
     """Per runs table, the index of the run_ids the lake holds."""
     return {
@@ -34,7 +31,7 @@ def landed_index(store: LakeStore) -> dict[str, LandedIndex]:
             .to_series()
             .to_numpy()
         )
-        for table in RUN_TABLES
+        for table in lk.RUN_TABLES
     }
 
 
@@ -89,7 +86,9 @@ def superseded_quarantine(
     keeps only the newer row: the older one is ``superseded``.
     """
     earlier = held.filter(pl.col("line") > 0).select("source", "line", "raw")
-    landed = pl.concat([frames[table].select("run_id", "source", "line") for table in RUN_TABLES])
+    landed = pl.concat(
+        [frames[table].select("run_id", "source", "line") for table in lk.RUN_TABLES]
+    )
     relanded = earlier.join(landed, on=["source", "line"]).with_columns(outcome=pl.lit("landed"))
     requarantined = (
         earlier.join(
@@ -126,6 +125,6 @@ def earlier_landed_lines(store: LakeStore, batch: Batch, tx: lk.Transaction) -> 
             )
             .join(places.lazy(), on=["source", "line"], how="semi")
             .collect()
-            for table in RUN_TABLES
+            for table in lk.RUN_TABLES
         ]
     )

@@ -26,7 +26,6 @@ from pipeline.ingest.quarantine import (
     row_lines,
 )
 from pipeline.jobs.earlier import (
-    RUN_TABLES,
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
@@ -169,7 +168,7 @@ class Lander:
         self.store.write_part(self.tx, part, frames, lines.files)
         if frames["task_runs"].height or frames["surface_runs"].height:
             self.parts.append(part)
-        for table in RUN_TABLES:
+        for table in lk.RUN_TABLES:
             self.landed[table].add(frames[table].get_column("run_id"))
         self.outcomes.append(file_outcomes(frames))
         in_full = frames["quarantine"].filter(pl.col("raw").is_not_null())

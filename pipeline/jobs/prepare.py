@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.jobs.earlier import RUN_TABLES
 from pipeline.storage import lake as lk
 from pipeline.storage.parts import check_and_repair
 from pipeline.storage.state import repair_state
@@ -12,7 +11,7 @@ from pipeline.storage.state import repair_state
 # What an ingest (and a replay) reads of every landed part to dedupe against it. Their
 # files are hashed against the manifest on every read, since a byte flipped with the
 # mtime kept looks unchanged; a cache by (size, mtime, inode) would miss exactly that.
-INGEST_READS = (*RUN_TABLES, "quarantine", "quarantine_resolved")
+INGEST_READS = (*lk.RUN_TABLES, "quarantine", "quarantine_resolved")
 
 
 def prepare(lake: Path, *, reads: tuple[str, ...] = INGEST_READS) -> list[str]:

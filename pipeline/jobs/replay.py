@@ -31,7 +31,7 @@ from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
-from pipeline.jobs.earlier import RUN_TABLES, earlier_runs, landed_index
+from pipeline.jobs.earlier import earlier_runs, landed_index
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
@@ -121,14 +121,14 @@ def _resolved_rows(
     """The released candidates as QuarantineResolved rows: the run_id each line carries,
     and whether it landed now or repeated a run already there."""
     runs = pl.concat(
-        [batch.tables[t].select("row_nr", "run_id") for t in RUN_TABLES]
+        [batch.tables[t].select("row_nr", "run_id") for t in lk.RUN_TABLES]
         + [
             batch.skipped_reports.join(
                 candidates.select("row_nr", "source", "line"), on=["source", "line"]
             ).select("row_nr", "run_id")
         ]
     )
-    landed = pl.concat([kept.tables[t].select("row_nr") for t in RUN_TABLES])
+    landed = pl.concat([kept.tables[t].select("row_nr") for t in lk.RUN_TABLES])
     released = candidates.join(kept.quarantine.select("row_nr"), on="row_nr", how="anti")
     # A line identical to another of the chunk is parsed once (ingest.build_batch) and
     # shares its fate: it carries the run_id of its twin's text.
@@ -176,7 +176,7 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     known = evolution.known_names(lake)
     found = evolution.names_of(frames, result.batch.task_keys)
     index = landed_index(store)
-    for table in RUN_TABLES:
+    for table in lk.RUN_TABLES:
         index[table].add(frames[table].get_column("run_id"))
     with lk.Transaction(lake) as tx:
         blocks = BlockReplay(

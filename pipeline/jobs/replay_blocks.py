@@ -29,7 +29,7 @@ from pipeline.core.settings import current_settings
 from pipeline.ingest.batch import build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, row_lines
-from pipeline.jobs.earlier import RUN_TABLES, earlier_runs
+from pipeline.jobs.earlier import earlier_runs
 from pipeline.sources.chunks import iter_line_chunks
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
@@ -160,7 +160,7 @@ class BlockReplay:
         part = f"{self.batch_id}-p{self.next_part:05d}"
         self.next_part += 1
         self.store.write_part(self.tx, part, frames, sources)
-        for table in RUN_TABLES:
+        for table in lk.RUN_TABLES:
             if table in frames:
                 self.landed[table].add(frames[table].get_column("run_id"))
 

@@ -64,6 +64,8 @@ SCORE_FAMILIES = {
     "task_runs": ("task_scores", "task_component_scores"),
     "surface_runs": ("surface_scores", "surface_finding_scores", "surface_phase_scores"),
 }
+# The landed tables with one row per run, each the head of a score family.
+RUN_TABLES = tuple(SCORE_FAMILIES)
 # Score tables of a whole rubric, not of a part: rebuilt whenever that rubric's scores change.
 VERSION_REGRESSIONS = "version_regressions"
 RUBRIC_TABLES = (VERSION_REGRESSIONS,)
