@@ -32,7 +32,7 @@ LEDGER = "ledger"
 # Schema-only files earlier warehouses wrote into the lake so globs matched; not parts.
 EMPTY_STEM = "empty"
 # The landed tables whose rows name the input file they came from.
-SOURCED_TABLES = ("task_runs", "surface_runs", "quarantine")
+SOURCED_TABLES = (*lk.RUN_TABLES, "quarantine")
 HASH_BLOCK_BYTES = 1 << 20
 
 
