@@ -7,6 +7,7 @@ refused rubric, before any work; 1 anything else that failed.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -108,8 +109,15 @@ for _name, _command in COMMANDS:
 
 
 def main() -> None:
-    """``python -m pipeline``: exit codes come from ``Commands.main``."""
-    app()
+    """``python -m pipeline``: exit codes come from ``Commands.main``; the process ends here."""
+    try:
+        app()
+    finally:
+        # At exit the interpreter collects cycles over every object the imports made
+        # (Polars, DuckDB, typer): ~0.1 s of a 1.6 s `score` of 300k runs. Frozen objects
+        # are skipped. Nothing waits on a cycle's finalizer: each command has written,
+        # fsync'd and closed its files in with-blocks before it returns.
+        gc.freeze()
 
 
 def _bar(items: Iterable[Any], description: str, total: int | None = None) -> Iterator[Any]:
