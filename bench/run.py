@@ -107,6 +107,31 @@ def time_startup(args: tuple[str, ...], repeats: int = STARTUP_REPEATS) -> dict[
     return {"seconds": statistics.median(times), "all_seconds": times, "peak_rss": 0}
 
 
+# Whole commands are timed a few times, alternating with their peer: a second or two each.
+COMMAND_REPEATS = 3
+
+
+def time_alternating(
+    commands: dict[str, tuple[str, ...]], repeats: int = COMMAND_REPEATS
+) -> dict[str, dict[str, Any]]:
+    """The median wall time of each ``python ARGS`` as a whole process (start-up, imports
+    and exit included, as a user's shell times it), run in turn so that a change in the
+    machine's load falls on each alike."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, args in commands.items():
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, check=True
+            )
+            times[name].append(time.perf_counter() - started)
+    return {
+        name: {"seconds": statistics.median(spent), "all_seconds": spent, "peak_rss": 0}
+        for name, spent in times.items()
+    }
+
+
 @dataclass
 class PeerRow:
     work: str
@@ -156,6 +181,22 @@ def peer_rows(ingested: int, results: dict[str, dict[str, Any]]) -> list[PeerRow
                 "Polars rescoring script",
                 peer["seconds"],
                 peer["peak_rss"] / GIB,
+                ratio,
+                _goal(ratio, SCORE_PEER_GOAL_RATIO),
+            )
+        )
+    if "score_command" in results and "polars_peer_command" in results:
+        ours, peer = results["score_command"], results["polars_peer_command"]
+        ratio = _ratio(ours["seconds"], peer["seconds"])
+        rows.append(
+            PeerRow(
+                "the same as commands (whole processes, median of 3)",
+                "python -m pipeline score",
+                ours["seconds"],
+                None,
+                "python -m bench.peers.polars_rescore",
+                peer["seconds"],
+                None,
                 ratio,
                 _goal(ratio, SCORE_PEER_GOAL_RATIO),
             )
@@ -468,6 +509,21 @@ def main(argv: list[str] | None = None) -> int:
                 highlight=False,
             )
         console.print("[dim]bench: start-up times ...[/]", highlight=False)
+        if args.engine == "local":
+            console.print("[dim]bench: score and its peer as commands ...[/]", highlight=False)
+            rubric = ("--rubric", common["rubric"]) if "rubric" in common else ()
+            results |= time_alternating(
+                {
+                    "score_command": ("-m", "pipeline", "score", "--lake", str(lake), *rubric),
+                    "polars_peer_command": (
+                        "-m",
+                        "bench.peers.polars_rescore",
+                        str(lake),
+                        str(workdir / "peers" / "polars"),
+                        *rubric,
+                    ),
+                }
+            )
         results["help"] = time_startup(HELP_COMMAND)
         results["import"] = time_startup(IMPORT_COMMAND)
         results["rescore"]["engine"] = args.engine

@@ -127,6 +127,42 @@ def test_peer_rows_give_each_issue_16_ratio_and_goal() -> None:
     assert peer_rows(100_000, RESULTS) == []
 
 
+def test_the_rescore_as_commands_gets_its_own_ratio() -> None:
+    from bench.run import peer_rows
+
+    results = {
+        **RESULTS,
+        "polars_peer": stage(2.0, 0.5),
+        "score_command": stage(3.3, 0.0),
+        "polars_peer_command": stage(3.0, 0.0),
+    }
+    score, commands = peer_rows(100_000, results)
+    assert score.ratio == pytest.approx(2.0)
+    assert commands.pipeline == "python -m pipeline score"
+    assert commands.ratio == pytest.approx(1.1)  # 3.3 s / 3.0 s
+    assert commands.goal == "met (≤1.2x)"
+    slower = peer_rows(100_000, {**results, "score_command": stage(3.9, 0.0)})[1]
+    assert slower.ratio == pytest.approx(1.3)
+    assert slower.goal == "missed (≤1.2x)"
+
+
+def test_commands_are_timed_in_turn_and_their_medians_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import bench.run as bench_run
+
+    ran: list[str] = []
+    clock = iter([0.0, 1.0, 1.0, 1.5, 2.0, 5.0, 5.0, 5.25, 6.0, 8.0, 8.0, 8.75])
+    monkeypatch.setattr(bench_run.subprocess, "run", lambda args, **_: ran.append(args[-1]))
+    monkeypatch.setattr(bench_run.time, "perf_counter", lambda: next(clock))
+    timed = bench_run.time_alternating({"ours": ("-c", "a"), "peer": ("-c", "b")}, repeats=3)
+    assert ran == ["a", "b", "a", "b", "a", "b"]
+    assert timed["ours"]["all_seconds"] == [1.0, 3.0, 2.0]
+    assert timed["ours"]["seconds"] == 2.0
+    assert timed["peer"]["all_seconds"] == [0.5, 0.25, 0.75]
+    assert timed["peer"]["seconds"] == 0.5
+
+
 def test_whole_process_medians_and_ratios_by_hand() -> None:
     measured = {
         "score": [(2.0, 3.0), (1.0, 5.0), (1.5, 2.0)],
