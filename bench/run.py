@@ -149,56 +149,58 @@ def _ratio(ours: float, theirs: float) -> float | None:
     return ours / theirs if theirs > 0 else None
 
 
+def _versus(
+    work: str, ours: tuple[str, dict[str, Any]], peer: tuple[str, dict[str, Any]], limit: float
+) -> PeerRow:
+    """One goal's row: (name, stage result) of the pipeline and of its peer; a stage timed
+    as a whole command has no peak (``peak_rss`` 0)."""
+
+    def peak(result: dict[str, Any]) -> float | None:
+        return result["peak_rss"] / GIB if result["peak_rss"] else None
+
+    ratio = _ratio(ours[1]["seconds"], peer[1]["seconds"])
+    return PeerRow(
+        work,
+        ours[0],
+        ours[1]["seconds"],
+        peak(ours[1]),
+        peer[0],
+        peer[1]["seconds"],
+        peak(peer[1]),
+        ratio,
+        _goal(ratio, limit),
+    )
+
+
 def peer_rows(ingested: int, results: dict[str, dict[str, Any]]) -> list[PeerRow]:
     """Issue 16's goals: each pipeline command next to the hand-written script it must
     stay near, measured in the same bench run."""
     rows: list[PeerRow] = []
     if "duckdb_peer" in results:
-        ingest, peer = results["ingest"], results["duckdb_peer"]
-        ratio = _ratio(ingest["seconds"], peer["seconds"])
         rows.append(
-            PeerRow(
+            _versus(
                 f"ingest + score, {ingested:,} runs",
-                "pipeline run (jobs.ingest)",
-                ingest["seconds"],
-                ingest["peak_rss"] / GIB,
-                "DuckDB read_json script",
-                peer["seconds"],
-                peer["peak_rss"] / GIB,
-                ratio,
-                _goal(ratio, RUN_PEER_GOAL_RATIO),
+                ("pipeline run (jobs.ingest)", results["ingest"]),
+                ("DuckDB read_json script", results["duckdb_peer"]),
+                RUN_PEER_GOAL_RATIO,
             )
         )
     if "polars_peer" in results:
-        rescore, peer = results["rescore"], results["polars_peer"]
-        ratio = _ratio(rescore["seconds"], peer["seconds"])
         rows.append(
-            PeerRow(
+            _versus(
                 "rescore every landed run",
-                "pipeline score (jobs.score)",
-                rescore["seconds"],
-                rescore["peak_rss"] / GIB,
-                "Polars rescoring script",
-                peer["seconds"],
-                peer["peak_rss"] / GIB,
-                ratio,
-                _goal(ratio, SCORE_PEER_GOAL_RATIO),
+                ("pipeline score (jobs.score)", results["rescore"]),
+                ("Polars rescoring script", results["polars_peer"]),
+                SCORE_PEER_GOAL_RATIO,
             )
         )
     if "score_command" in results and "polars_peer_command" in results:
-        ours, peer = results["score_command"], results["polars_peer_command"]
-        ratio = _ratio(ours["seconds"], peer["seconds"])
         rows.append(
-            PeerRow(
-                "the same as commands (whole processes, median of 3)",
-                "python -m pipeline score",
-                ours["seconds"],
-                None,
-                "python -m bench.peers.polars_rescore",
-                peer["seconds"],
-                None,
-                ratio,
-                _goal(ratio, SCORE_PEER_GOAL_RATIO),
+            _versus(
+                f"the same as commands (whole processes, median of {COMMAND_REPEATS})",
+                ("python -m pipeline score", results["score_command"]),
+                ("python -m bench.peers.polars_rescore", results["polars_peer_command"]),
+                SCORE_PEER_GOAL_RATIO,
             )
         )
     if "help" in results and "import" in results:
