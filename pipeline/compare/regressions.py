@@ -26,7 +26,6 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipeline.compare import gate, metrics, repeatable, stats
 from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
 from schemas import checked
@@ -39,6 +38,11 @@ FILE_NAME: Final = "all-versions.parquet"
 INPUTS_NAME: Final = "all-versions.inputs.json"
 RUN_COLUMNS: Final = ("run_id", "agent", "agent_version", "problem_id", "env_type", "graded_at")
 SCORE_COLUMNS: Final = ("run_id", "status", "score", "passed")
+# The modules the table's numbers come from (with SciPy): numpy's, imported only when the
+# table is rebuilt, so that a rescore that leaves it alone starts without numpy (~0.05 s).
+NUMBER_MODULES: Final = tuple(
+    f"pipeline.compare.{name}" for name in ("gate", "metrics", "repeatable", "stats")
+)
 
 
 def runs_after(lake: Path, rubric_id: str, tx: lk.Transaction) -> pl.LazyFrame:
@@ -49,11 +53,13 @@ def runs_after(lake: Path, rubric_id: str, tx: lk.Transaction) -> pl.LazyFrame:
     return landed.join(scores, on="run_id", how="left")
 
 
-def build(
-    runs: pl.LazyFrame, rubric_id: str, confidence: float = stats.DEFAULT_CONFIDENCE
-) -> pl.DataFrame:
-    """The table's rows (checked by its model) from warehouse-shaped runs."""
-    table = gate.version_regressions(runs, confidence).with_columns(rubric_id=pl.lit(rubric_id))
+def build(runs: pl.LazyFrame, rubric_id: str, confidence: float | None = None) -> pl.DataFrame:
+    """The table's rows (checked by its model) from warehouse-shaped runs, at ``confidence``
+    (None: ``stats.DEFAULT_CONFIDENCE``, what ``compare`` gates on)."""
+    from pipeline.compare import gate, stats
+
+    level = stats.DEFAULT_CONFIDENCE if confidence is None else confidence
+    table = gate.version_regressions(runs, level).with_columns(rubric_id=pl.lit(rubric_id))
     return checked(SCORED[TABLE], table)
 
 
@@ -70,13 +76,17 @@ def _code_digest() -> str:
     if scipy is None or scipy.origin is None:
         raise ModuleNotFoundError("SciPy, which the table's t quantiles come from, is missing")
     digest = hashlib.sha256(Path(scipy.origin).with_name("version.py").read_bytes())
-    for module in (gate, metrics, repeatable, stats):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    # Their sources found, not imported; stats' holds the confidence the table is built at.
+    for name in NUMBER_MODULES:
+        module = find_spec(name)
+        if module is None or module.origin is None:
+            raise ModuleNotFoundError(f"{name}, which the table's numbers come from, is missing")
+        digest.update(Path(module.origin).read_bytes())
     digest.update(Path(__file__).read_bytes() + repr(SCORED[TABLE].columns).encode())
     return digest.hexdigest()
 
 
-def inputs_digest(lake: Path, rubric_id: str, confidence: float, tx: lk.Transaction) -> str:
+def inputs_digest(lake: Path, rubric_id: str, tx: lk.Transaction) -> str:
     """A digest of everything the table is computed from, as ``tx`` will leave it.
 
     Landed files count by size and mtime (a rename keeps both; the lake trusts them the same
@@ -86,7 +96,7 @@ def inputs_digest(lake: Path, rubric_id: str, confidence: float, tx: lk.Transact
     scores = tx.files_after(lk.score_dir(lake, rubric_id, "task_scores"))
     landed = sorted(f"{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in runs)
     scored = sorted(_sha256(path) for path in scores)
-    document = [_code_digest(), rubric_id, repr(confidence), landed, scored]
+    document = [_code_digest(), rubric_id, landed, scored]
     return hashlib.sha256(json.dumps(document).encode()).hexdigest()
 
 
@@ -108,12 +118,11 @@ def _unchanged(directory: Path, digest: str) -> bool:
 def stage(lake: Path, rubric_id: str, tx: lk.Transaction) -> int | None:
     """Rebuild the table for ``rubric_id`` inside ``tx``; the number of rows written, None
     when its inputs are those it was built from (the table is left as it is)."""
-    confidence = stats.DEFAULT_CONFIDENCE
-    digest = inputs_digest(lake, rubric_id, confidence, tx)
+    digest = inputs_digest(lake, rubric_id, tx)
     directory = lk.score_dir(lake, rubric_id, TABLE)
     if _unchanged(directory, digest):
         return None
-    frame = build(runs_after(lake, rubric_id, tx), rubric_id, confidence)
+    frame = build(runs_after(lake, rubric_id, tx), rubric_id)
     staged = LakeStore(lake).write_rubric_table(tx, rubric_id, TABLE, FILE_NAME, frame)
     tx.write_json(directory / INPUTS_NAME, {"inputs": digest, "table_sha256": _sha256(staged)})
     return frame.height
