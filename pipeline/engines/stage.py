@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 import polars as pl
 
@@ -87,6 +88,13 @@ SURFACES = Family(
 )
 FAMILIES = (TASKS, SURFACES)
 
+# A batch is one landed part (a 64 MiB chunk of input, ~70k runs) or one Spark batch, so
+# its plan fits in memory however large the lake: Polars' in-memory engine runs it with
+# ~25% less CPU than the streaming one (one 71k-run part, one thread: 0.19 s against
+# 0.26 s), and a full rescore of 300k runs took 1.44 s instead of 1.64 s (whole commands,
+# alternating). Both write the same rows; the files' row groups follow the engine's chunks.
+BATCH_ENGINE: Final = "in-memory"
+
 
 def score_tables(
     landed: Landed, rubric: Rubric, seconds: dict[str, float] | None = None
@@ -105,7 +113,7 @@ def score_tables(
         if family.runs in landed:
             lazy |= family.score(landed, rubric)
     with timed(seconds, "plan"):
-        collected = pl.collect_all(list(lazy.values()), engine="streaming")
+        collected = pl.collect_all(list(lazy.values()), engine=BATCH_ENGINE)
     with timed(seconds, "checks"):
         return {
             name: (checked_by_plan if name in task_score.PLAN_CHECKED else checked)(

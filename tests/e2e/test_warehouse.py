@@ -396,6 +396,34 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
 
 
+@pytest.mark.parametrize("threads", ["1", None])
+def test_a_rescore_in_a_new_process_writes_each_score_file_byte_for_byte(
+    sample_lake_copy: Path, threads: str | None
+) -> None:
+    """Scores are planned by Polars' in-memory engine (engines/stage.py BATCH_ENGINE), whose
+    row order and row groups must not depend on its thread pool: every score file comes out
+    with the bytes it had, so it is left in place and the warehouse reloads nothing."""
+    lake = sample_lake_copy
+    scored = sorted((lake / "scores").rglob("*.parquet"))
+    before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in scored}
+    held = warehouse_path(lake).stat().st_mtime_ns
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    if threads is not None:
+        env["POLARS_MAX_THREADS"] = threads
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "score", "--lake", str(lake)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "scored" in done.stdout
+    assert sorted((lake / "scores").rglob("*.parquet")) == scored
+    assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in scored} == before
+    assert warehouse_path(lake).stat().st_mtime_ns == held
+
+
 @pytest.mark.slow
 def test_a_rescore_that_changes_no_score_loads_nothing_again(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
