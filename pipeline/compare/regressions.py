@@ -11,7 +11,7 @@ table never describes scores the lake does not hold.
 Beside the table, a small JSON file records what it was built from (a digest of its
 inputs) and its own bytes' SHA-256. A transaction whose inputs digest to the same value,
 while the table on disk still has the recorded bytes, leaves both alone: a rescore under
-the same rubric gives every score file the bytes it had, and building the table again
+the same rubric leaves every score file that holds its rows as it was, and building the table again
 (with scipy's import, ~0.6 s of CPU) would give the same bytes.
 """
 

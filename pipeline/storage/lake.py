@@ -285,14 +285,14 @@ class Transaction:
         """Stage ``frame`` to land at ``target``; returns the staged file (whose bytes, and
         mtime, are the landed file's: a rename keeps both).
 
-        With ``unless_held``, a ``target`` that already holds the staged bytes is left as it
-        is, mtime included, and returned: a rescore under the same rubric writes every score
-        file byte for byte, and readers that track files by size and mtime (the warehouse)
-        then see nothing to reload."""
-        staged = write_parquet_atomic(frame, self.stage / f"{len(self.moves):06d}.parquet")
-        if unless_held and _same_bytes(staged, target):
-            staged.unlink()
+        With ``unless_held``, a ``target`` that already holds ``frame``'s rows (``_holds``)
+        is left as it is, mtime included, and returned: a rescore under the same rubric gives
+        every score file the rows it has, and readers that track files by size and mtime (the
+        warehouse) then see nothing to reload. Reading the file costs less than encoding the
+        frame again: at 10M runs, 280 score files took 14.8 s of writes."""
+        if unless_held and _holds(target, frame):
             return target
+        staged = write_parquet_atomic(frame, self.stage / f"{len(self.moves):06d}.parquet")
         self.moves.append({"from": str(staged), "to": str(target)})
         return staged
 
@@ -350,14 +350,30 @@ class Transaction:
             self.abort()
 
 
-def _same_bytes(staged: Path, target: Path) -> bool:
-    """``target`` is a file holding exactly the bytes of ``staged``."""
-    try:
-        if target.stat().st_size != staged.stat().st_size:
-            return False
-        return target.read_bytes() == staged.read_bytes()
-    except OSError:  # no file there (a new part, a new rubric): nothing to keep
+def _holds(target: Path, frame: pl.DataFrame) -> bool:
+    """``target`` is a Parquet file of ``frame``'s schema holding its rows in its order, each
+    float column bit for bit (0.0 is not -0.0); a file that is missing or cannot be read
+    holds nothing."""
+    if not target.is_file():  # a new part, a new rubric: nothing to keep
         return False
+    import polars as pl
+
+    try:
+        held = pl.read_parquet(target, glob=False, hive_partitioning=False)
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+    return held.schema == frame.schema and _float_bits(held).equals(
+        _float_bits(frame), null_equal=True
+    )
+
+
+def _float_bits(frame: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+
+    return frame.with_columns(
+        pl.col(pl.Float64).reinterpret(dtype=pl.UInt64),
+        pl.col(pl.Float32).reinterpret(dtype=pl.UInt32),
+    )
 
 
 def _discard(stage: Path) -> None:

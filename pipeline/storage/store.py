@@ -140,7 +140,7 @@ class LakeStore:
     def write_scores(
         self, tx: lk.Transaction, rubric_id: str, part: str, table: str, frame: pl.DataFrame
     ) -> None:
-        # A rescore under the same rubric mostly gives the bytes the lake holds: kept as
+        # A rescore under the same rubric mostly gives the rows the lake holds: kept as
         # they are, the warehouse has nothing to reload.
         tx.write(self._score_dir(rubric_id, table) / f"{part}.parquet", frame, unless_held=True)
 

@@ -397,12 +397,13 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("threads", ["1", None])
-def test_a_rescore_in_a_new_process_writes_each_score_file_byte_for_byte(
+def test_a_rescore_in_a_new_process_leaves_every_score_file_as_it_was(
     sample_lake_copy: Path, threads: str | None
 ) -> None:
     """Scores are planned by Polars' in-memory engine (engines/stage.py BATCH_ENGINE), whose
-    row order and row groups must not depend on its thread pool: every score file comes out
-    with the bytes it had, so it is left in place and the warehouse reloads nothing."""
+    rows, their order and their floats' bits must not depend on its thread pool: every score
+    file then holds what the rescore computes, so it is left in place (its bytes and mtime)
+    and the warehouse reloads nothing."""
     lake = sample_lake_copy
     scored = sorted((lake / "scores").rglob("*.parquet"))
     before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in scored}

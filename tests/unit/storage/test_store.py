@@ -63,7 +63,7 @@ def test_nothing_to_write_writes_no_part(tmp_path: Path) -> None:
     assert not manifest_path(tmp_path, "b1-p00000").exists()
 
 
-def test_a_score_file_written_again_with_its_bytes_is_left_as_it_was(tmp_path: Path) -> None:
+def test_a_score_file_written_again_with_its_rows_is_left_as_it_was(tmp_path: Path) -> None:
     store = LakeStore(tmp_path)
     scores = pl.DataFrame(
         {"run_id": ["r1"], "score": [0.5]}, schema={"run_id": pl.String, "score": pl.Float64}
@@ -84,6 +84,60 @@ def test_a_score_file_written_again_with_its_bytes_is_left_as_it_was(tmp_path: P
     assert pl.read_parquet(path)["score"].to_list() == [1.0]
     assert path.stat().st_ino != before.st_ino
     assert not any(lk.staging_dir(tmp_path).iterdir())
+
+
+HELD = pl.DataFrame(
+    {
+        "run_id": ["r1", "r2", "r3"],
+        "score": [0.0, float("nan"), None],
+        "anomalies": [["a"], [], None],
+    },
+    schema={"run_id": pl.String, "score": pl.Float64, "anomalies": pl.List(pl.String)},
+)
+
+
+@pytest.mark.parametrize(
+    ("again", "kept"),
+    [
+        (HELD, True),  # the same rows, NaN and nulls included
+        (HELD.with_columns(score=pl.Series([-0.0, float("nan"), None])), False),  # 0.0 is not -0.0
+        (HELD.reverse(), False),  # the same rows in another order
+        (HELD.with_columns(pl.col("score").cast(pl.Float32)), False),  # another schema
+        (HELD.head(2), False),
+        (HELD.with_columns(anomalies=pl.Series([["b"], [], None])), False),
+    ],
+)
+def test_what_a_score_file_must_hold_to_be_kept(
+    tmp_path: Path, again: pl.DataFrame, kept: bool
+) -> None:
+    """Kept when it holds the frame's rows in its order, floats bit for bit; else replaced."""
+    store = LakeStore(tmp_path)
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", HELD)
+    (path,) = lk.parquet_files(lk.score_dir(tmp_path, "default", "task_scores"))
+    inode = path.stat().st_ino
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", again)
+    assert (path.stat().st_ino == inode) is kept
+    held = pl.read_parquet(path)
+    assert held.schema == again.schema and held.height == again.height
+    assert held.select(pl.col(pl.Float64, pl.Float32).is_nan()).equals(
+        again.select(pl.col(pl.Float64, pl.Float32).is_nan())
+    )
+
+
+def test_a_damaged_or_missing_score_file_is_written_whole(tmp_path: Path) -> None:
+    store = LakeStore(tmp_path)
+    target = lk.score_dir(tmp_path, "default", "task_scores") / "p1.parquet"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"PAR1 not a parquet file PAR1")
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", HELD)
+    assert pl.read_parquet(target).height == 3
+    target.unlink()
+    with lk.Transaction(tmp_path) as tx:
+        store.write_scores(tx, "default", "p1", "task_scores", HELD)
+    assert pl.read_parquet(target).height == 3
 
 
 def test_scores_are_filed_by_rubric_and_dropped_for_parts_not_kept(tmp_path: Path) -> None:
