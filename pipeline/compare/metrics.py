@@ -68,10 +68,11 @@ def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) ->
 
 def z_value(confidence: float) -> float:
     """The two-sided normal quantile (1.959963984540054 at 95%, as the SQL macro z95)."""
-    # scipy.stats costs 1-3 s to import; only a computed interval needs it.
-    from scipy import stats as sps
+    # ndtri is what scipy.stats.norm.ppf computes; scipy.special imports in ~0.15 s where
+    # scipy.stats takes ~0.55 s, which every rebuild of version_regressions paid.
+    from scipy.special import ndtri
 
-    return float(sps.norm.ppf(0.5 + confidence / 2.0))
+    return float(ndtri(0.5 + confidence / 2.0))
 
 
 def wilson(
