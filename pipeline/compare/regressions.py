@@ -11,8 +11,9 @@ table never describes scores the lake does not hold.
 Beside the table, a small JSON file records what it was built from (a digest of its
 inputs) and its own bytes' SHA-256. A transaction whose inputs digest to the same value,
 while the table on disk still has the recorded bytes, leaves both alone: a rescore under
-the same rubric leaves every score file that holds its rows as it was, and building the table again
-(with scipy's import, ~0.6 s of CPU) would give the same bytes.
+the same rubric leaves every score file that holds its rows as it was, and building the
+table again (numpy's and SciPy's imports and a plan over every run: ~0.5 s at 300k runs,
+1.1 s at 1M) would give the same bytes.
 """
 
 from __future__ import annotations
