@@ -276,7 +276,7 @@ def score_surfaces(runs: pl.LazyFrame, findings: pl.LazyFrame, rubric: Rubric) -
     run_scores = table.with_columns(rubric_id=rubric_id).select(list(polars_schema(SurfaceScore)))
     phases = _phase_scores(scored, table, s).with_columns(rubric_id=rubric_id)
     # Sorted by their unique keys, as the task scores are: the joins above leave the
-    # streaming engine's order, and rescoring the same input should write identical files.
+    # engine's join order, and rescoring the same input should give identical files.
     return SurfaceScoring(
         runs=run_scores.cast(polars_schema(SurfaceScore)).sort(RUN_KEY),
         findings=finding_scores.cast(polars_schema(SurfaceFindingScore)).sort(FINDING_KEY),

@@ -6,10 +6,12 @@ total here is recomputed from the stored parts under a rubric; the record's
 own weights are only used for ``*_as_graded``, to make a rescoring visible.
 
 The plan is joins and group_by aggregations only (no window functions, no
-``collect``), so the caller can run it with ``collect(engine="streaming")``
-over tens of millions of component rows. Rows are keyed by integers standing for
-run_id and (run_id, component) (``keys``), and every sum adds its terms in a fixed
-order (``sums``), so both engines give the same bits on every run. Outputs are sorted
+``collect``), so a caller can run it with ``collect(engine="streaming")`` over tens
+of millions of component rows; the engines score one bounded part at a time with the
+in-memory engine, which costs less CPU (``engines/stage.py``). Rows are keyed by
+integers standing for run_id and (run_id, component) (``keys``), and every sum adds
+its terms in a fixed order (``sums``), so both engines give the same bits on every
+run. Outputs are sorted
 by their keys so that rescoring the same input under the same rubric writes
 identical files.
 
