@@ -41,12 +41,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
 from pipeline.core.settings import current_settings
 from pipeline.core.sql import SQL_DIR, sql_text
+from pipeline.storage import lake as lk
 from pipeline.storage.lake import (
     SCORE_FAMILIES,
     fsync_path,
@@ -64,6 +65,11 @@ from pipeline.warehouse.file import (
 )
 from pipeline.warehouse.models import STAGE_PREFIX, create_views, staged_tables, view_files
 from schemas.registry import LANDED
+
+# DuckDB is imported where the file is written (see pipeline/core/sql.py): a build that
+# finds nothing to change reads what the file holds from its record instead (``_held``).
+if TYPE_CHECKING:
+    import duckdb
 
 # Raised when the file's layout changes in a way the SQL files and schemas do not show.
 LAYOUT = 3
@@ -235,8 +241,54 @@ class Held:
     rubric_id: str | None
 
 
-def _held(path: Path) -> Held | None:
-    """What the warehouse at ``path`` holds, when this code can add to it (same
+# What the file holds, recorded beside it (``_state/warehouse_held.json``) once a build has
+# put it in place: a command that finds nothing to change (a rescore under the same rubric)
+# reads the record instead of opening the file, which spares DuckDB's import and an attach
+# (~0.07 s of a 1.3 s rescore of 300k runs). The record speaks for the file only while the
+# file is the one it was written for: the same size, mtime and inode (a copied lake, a new
+# build or a hand's change makes another file, and the file itself is read).
+HELD_RECORD = "warehouse_held"
+
+
+def _identity(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+
+def _record_held(lake: Path, held: Held) -> None:
+    document = {
+        "file": _identity(warehouse_path(lake)),
+        "fingerprint": fingerprint(),
+        "rubric_id": held.rubric_id,
+        "files": held.files.select(list(FILE_COLUMNS)).rows(),
+    }
+    lk.write_json_atomic(document, lk.state_path(lake, HELD_RECORD))
+
+
+def _recorded(lake: Path) -> Held | None:
+    """The record of what the file holds, when it is for the file in place; else None."""
+    try:
+        document = lk.read_json(lk.state_path(lake, HELD_RECORD), None)
+        identity = _identity(warehouse_path(lake))
+    except (lk.StateFileError, OSError):
+        return None  # no record or no file, or a damaged record: the file is read
+    if not (
+        isinstance(document, dict)
+        and document.get("file") == identity
+        and document.get("fingerprint") == fingerprint()
+        and isinstance(document.get("rubric_id"), str | None)
+        and isinstance(document.get("files"), list)
+    ):
+        return None
+    try:
+        files = pl.DataFrame(document["files"], schema=FILE_COLUMNS, orient="row")
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        return None
+    return Held(files, document["rubric_id"])
+
+
+def _read_held(path: Path) -> Held | None:
+    """What the warehouse file at ``path`` holds, when this code can add to it (same
     fingerprint); else None: build from nothing. One opening of the file reads both."""
 
     def read(con: duckdb.DuckDBPyConnection) -> Held | None:
@@ -280,6 +332,8 @@ class Changes:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> None:
+    import duckdb
+
     try:
         con.execute(_stage_sql("stage_insert", table), [list(staged_tables()[table]), files])
     except duckdb.Error as exc:
@@ -340,6 +394,8 @@ def _one_thread_per_table(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None:
     """Drop the rows of the parts in ``changes.drop``, load the files of ``changes.load``,
     and record ``changes.wanted`` as the files the warehouse now holds."""
+    import duckdb
+
     wanted = changes.wanted
     loads: dict[str, list[str]] = {}
     for table in sorted(set(changes.drop["tbl"]) | set(changes.load["tbl"])):
@@ -407,12 +463,16 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     check_lake_path(lake)
     remove_leftovers(lake)
     wanted = lake_files(lake, rubric_id)
-    held = _held(warehouse_path(lake))
+    recorded = _recorded(lake)
+    held = recorded or _read_held(warehouse_path(lake))
     empty = pl.DataFrame(schema=FILE_COLUMNS)
     changes = Changes.between(lake, empty if held is None else held.files, wanted)
     changed = changes.load.height or changes.drop.height or changes.redated
     if held is None or changed or held.rubric_id != rubric_id:
         _write(lake, rubric_id, incremental=held is not None, changes=changes)
+        _record_held(lake, Held(changes.wanted, rubric_id))
+    elif recorded is None:
+        _record_held(lake, held)
     return Build(
         path=warehouse_path(lake),
         incremental=held is not None,

@@ -13,11 +13,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TypeVar
-
-import duckdb
+from typing import TYPE_CHECKING, TypeVar
 
 from pipeline.core.sql import sql_text
+
+# DuckDB is imported where a file is opened (see pipeline/core/sql.py).
+if TYPE_CHECKING:
+    import duckdb
 
 WAREHOUSE_NAME = "warehouse.duckdb"
 # An older storage format than DuckDB 2.0's default, so that DuckDB 1.4.0 and later open the
@@ -51,6 +53,8 @@ def _unreadable(path: Path, exc: duckdb.Error) -> WarehouseError:
 def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
     """The analysts' door: the views, and nothing that writes. A connection of its own,
     which the caller closes; the pipeline's own reads go through ``reading``."""
+    import duckdb
+
     path = _existing(lake)
     try:
         return duckdb.connect(str(path), read_only=True)
@@ -71,6 +75,8 @@ class SharedInstance:
         self._lock = threading.Lock()
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
         with self._lock:
             if self._con is None:
                 self._con = duckdb.connect()
@@ -86,6 +92,8 @@ class SharedInstance:
     def attached(self, path: str, options: str) -> Iterator[duckdb.DuckDBPyConnection]:
         """The DuckDB file at ``path`` attached with ``options`` (ours, never from data),
         as the default database of a cursor that is the caller's until the block ends."""
+        import duckdb
+
         alias = f"file_{secrets.token_hex(8)}"
         cursor = self.cursor()
         try:
@@ -119,6 +127,8 @@ _attached_lock = threading.Lock()
 
 @contextmanager
 def _own_connection(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    import duckdb
+
     con = duckdb.connect(str(path), read_only=True)
     try:
         yield con
@@ -149,6 +159,8 @@ def opened(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 @contextmanager
 def reading(lake: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """The lake's warehouse, read-only, for the pipeline's own reads (see ``opened``)."""
+    import duckdb
+
     path = _existing(lake)
     with ExitStack() as stack:
         try:
@@ -163,6 +175,8 @@ def read_if_usable(path: Path, read: Callable[[duckdb.DuckDBPyConnection], T]) -
     there or DuckDB cannot read it (a build from nothing follows)."""
     if not path.is_file():
         return None
+    import duckdb
+
     try:
         with opened(path) as con:
             return read(con)

@@ -13,14 +13,18 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
 from pipeline.core.sql import SQL_DIR
 from pipeline.warehouse.file import WarehouseError
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
+
+# DuckDB is imported where a view is made (see pipeline/core/sql.py).
+if TYPE_CHECKING:
+    import duckdb
 
 STAGE_PREFIX = "stg_"
 # Views by layer, as dbt lays a project out: staging views (stg_*) shape the staging tables
@@ -136,6 +140,8 @@ def create_views(
 ) -> list[str]:
     """The macros, then ``wanted`` (default: every view) and what they read, in order;
     relations in ``given`` are the caller's (a test's frame standing in for task_runs)."""
+    import duckdb
+
     found = models()
     chosen = set(found) if wanted is None else upstream(found, wanted, given)
     order = [name for name in view_order(found, given) if name in chosen]

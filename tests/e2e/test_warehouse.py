@@ -396,6 +396,66 @@ def test_an_incremental_build_equals_a_build_from_nothing(tmp_path: Path) -> Non
     assert_same_rows(incremental[1], every_view(warehouse_path(lake)))
 
 
+def test_the_record_of_what_the_file_holds_spares_opening_it(
+    sample_lake_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that finds nothing to change reads ``_state/warehouse_held.json``, which says
+    what the file holds, instead of opening the file; the record says what the file says."""
+    lake = sample_lake_copy
+    rubric_id = DEFAULT.rubric_id
+    path = warehouse_path(lake)
+    # A copied lake's file is another file (another inode): its record is not used until a
+    # build has read the file and recorded it again.
+    assert build_module._recorded(lake) is None
+    build_warehouse(lake, rubric_id)
+    views = every_view(path)
+    recorded = build_module._recorded(lake)
+    from_file = build_module._read_held(path)
+    assert recorded is not None and from_file is not None
+    assert recorded.rubric_id == from_file.rubric_id == rubric_id
+    assert_frame_equal(recorded.files.sort("tbl", "path"), from_file.files.sort("tbl", "path"))
+
+    opened: list[Path] = []
+    real_read = build_module._read_held
+    monkeypatch.setattr(build_module, "_read_held", lambda p: opened.append(p) or real_read(p))
+    before = (path.stat().st_ino, path.stat().st_mtime_ns)
+    build = build_warehouse(lake, rubric_id)
+    assert (build.files_loaded, build.files_dropped, opened) == (0, 0, [])
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == before
+
+    # The file touched (another mtime): the record no longer speaks for it; the file is read,
+    # and the record written again for it.
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    assert build_module._recorded(lake) is None
+    build_warehouse(lake, rubric_id)
+    assert opened == [path]
+    assert build_module._recorded(lake) is not None
+
+    # A damaged record, or one of another fingerprint: the file is read.
+    record = lk.state_path(lake, build_module.HELD_RECORD)
+    record.write_text("not json")
+    assert build_module._recorded(lake) is None
+    document = {"file": build_module._identity(path), "fingerprint": "x"}
+    record.write_text(json.dumps({**document, "rubric_id": rubric_id, "files": []}))
+    assert build_module._recorded(lake) is None
+    build_warehouse(lake, rubric_id)
+    assert opened == [path, path]
+    assert_same_rows(views, every_view(path))  # nothing was loaded or dropped meanwhile
+
+
+def test_a_build_that_writes_records_what_it_wrote(sample_lake_copy: Path) -> None:
+    lake = sample_lake_copy
+    other = parse_rubric({"task": {"failure_threshold": 0.9}})
+    assert build_module._recorded(lake) is None  # copied: another file
+    jobs.score(lake, other)  # a new rubric: every score file replaced, the file rebuilt
+    recorded = build_module._recorded(lake)
+    from_file = build_module._read_held(warehouse_path(lake))
+    assert recorded is not None and from_file is not None
+    assert recorded.rubric_id == from_file.rubric_id == other.rubric_id
+    assert_frame_equal(recorded.files.sort("tbl", "path"), from_file.files.sort("tbl", "path"))
+
+
 @pytest.mark.parametrize("threads", ["1", None])
 def test_a_rescore_in_a_new_process_leaves_every_score_file_as_it_was(
     sample_lake_copy: Path, threads: str | None
@@ -485,7 +545,9 @@ def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     for leftover in (".warehouse.duckdb.1a2b3c4d.tmp", ".warehouse.duckdb.1a2b3c4d.tmp.wal"):
         (tmp_path / leftover).write_bytes(b"half")
     build_warehouse(tmp_path, DEFAULT.rubric_id)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
+    # The file, and the record of what it holds (build.HELD_RECORD).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_state", "warehouse.duckdb"]
+    assert [p.name for p in (tmp_path / "_state").iterdir()] == ["warehouse_held.json"]
 
 
 @pytest.mark.slow
