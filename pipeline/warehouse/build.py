@@ -15,6 +15,9 @@ and renamed into place after the lake's transaction has committed, and a part
 whose runs have no score under the current rubric yet is left out whole (its
 runs, metadata and quarantine rows), so no reader sees a run without its score.
 
+What a file holds (its fingerprint, rubric and lake files) is also recorded beside it
+(``HELD_RECORD``), so a build that finds nothing to change need not open it.
+
 A build is incremental: when the previous file was built by the same code (its
 fingerprint: the views' SQL, the tables' schemas, the storage version), it is
 copied and only the lake files added, changed or removed since are loaded or
