@@ -175,34 +175,32 @@ def _versus(
 def peer_rows(ingested: int, results: dict[str, dict[str, Any]]) -> list[PeerRow]:
     """Issue 16's goals: each pipeline command next to the hand-written script it must
     stay near, measured in the same bench run."""
-    rows: list[PeerRow] = []
-    if "duckdb_peer" in results:
-        rows.append(
-            _versus(
-                f"ingest + score, {ingested:,} runs",
-                ("pipeline run (jobs.ingest)", results["ingest"]),
-                ("DuckDB read_json script", results["duckdb_peer"]),
-                RUN_PEER_GOAL_RATIO,
-            )
-        )
-    if "polars_peer" in results:
-        rows.append(
-            _versus(
-                "rescore every landed run",
-                ("pipeline score (jobs.score)", results["rescore"]),
-                ("Polars rescoring script", results["polars_peer"]),
-                SCORE_PEER_GOAL_RATIO,
-            )
-        )
-    if "score_command" in results and "polars_peer_command" in results:
-        rows.append(
-            _versus(
-                f"the same as commands (whole processes, median of {COMMAND_REPEATS})",
-                ("python -m pipeline score", results["score_command"]),
-                ("python -m bench.peers.polars_rescore", results["polars_peer_command"]),
-                SCORE_PEER_GOAL_RATIO,
-            )
-        )
+    # (what, the pipeline's stage and name, the peer's stage and name, the goal's ratio)
+    goals = (
+        (
+            f"ingest + score, {ingested:,} runs",
+            ("ingest", "pipeline run (jobs.ingest)"),
+            ("duckdb_peer", "DuckDB read_json script"),
+            RUN_PEER_GOAL_RATIO,
+        ),
+        (
+            "rescore every landed run",
+            ("rescore", "pipeline score (jobs.score)"),
+            ("polars_peer", "Polars rescoring script"),
+            SCORE_PEER_GOAL_RATIO,
+        ),
+        (
+            f"the same as commands (whole processes, median of {COMMAND_REPEATS})",
+            ("score_command", "python -m pipeline score"),
+            ("polars_peer_command", "python -m bench.peers.polars_rescore"),
+            SCORE_PEER_GOAL_RATIO,
+        ),
+    )
+    rows = [
+        _versus(work, (ours, results[our_stage]), (peer, results[peer_stage]), limit)
+        for work, (our_stage, ours), (peer_stage, peer), limit in goals
+        if our_stage in results and peer_stage in results
+    ]
     if "help" in results and "import" in results:
         help_s, import_s = results["help"]["seconds"], results["import"]["seconds"]
         met = "met" if help_s < HELP_GOAL_SECONDS else "missed"

@@ -222,6 +222,13 @@ def scan_table(directory: Path, schema: pl.Schema) -> pl.LazyFrame:
     return scan_files(parquet_files(directory), schema)
 
 
+def scan_file(path: Path) -> pl.LazyFrame:
+    """One Parquet file, its path taken as written: no glob, no hive folders."""
+    import polars as pl
+
+    return pl.scan_parquet(path, glob=False, hive_partitioning=False)
+
+
 def scan_files(files: list[Path], schema: pl.Schema) -> pl.LazyFrame:
     """Parquet files of one table, or an empty frame of its schema."""
     import polars as pl
@@ -359,7 +366,7 @@ def _holds(target: Path, frame: pl.DataFrame) -> bool:
     import polars as pl
 
     try:
-        held = pl.read_parquet(target, glob=False, hive_partitioning=False)
+        held = scan_file(target).collect()
     except (OSError, pl.exceptions.PolarsError):
         return False
     return held.schema == frame.schema and _float_bits(held).equals(

@@ -98,21 +98,15 @@ def read_manifest(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return (document, None) if shaped else (None, f"{path} is not a part manifest")
 
 
-def _footer(path: Path) -> pl.LazyFrame:
-    """One Parquet file, its path taken as written (no glob, no hive folders). Polars, not
-    pyarrow: every command reads footers here, and pyarrow (with numpy) would add ~0.06 s
-    to each one's start."""
-    return pl.scan_parquet(path, glob=False, hive_partitioning=False)
-
-
-# What reading a damaged or missing file raises.
+# What reading a damaged or missing file raises. Footers are read by Polars, not pyarrow:
+# every command reads them here, and pyarrow (with numpy) would add ~0.06 s to its start.
 UNREADABLE = (OSError, pl.exceptions.PolarsError)
 
 
 def _rows(path: Path) -> int | None:
     """Rows in a Parquet file by its footer, or None when it cannot be read."""
     try:
-        rows: int = _footer(path).select(pl.len()).collect().item()
+        rows: int = lk.scan_file(path).select(pl.len()).collect().item()
     except UNREADABLE:
         return None
     return rows
@@ -124,7 +118,7 @@ def _missing_columns(path: Path) -> list[str]:
     if model is None:
         return []
     try:
-        present = set(_footer(path).collect_schema().names())
+        present = set(lk.scan_file(path).collect_schema().names())
     except UNREADABLE:
         return []
     return [name for name in polars_schema(model) if name not in present]
@@ -192,7 +186,7 @@ def _rebuilt_manifest(files: list[Path]) -> dict[str, Any] | None:
         tables[path.parent.name] = rows
         if path.parent.name in SOURCED_TABLES:
             try:
-                column = _footer(path).select(pl.col("source").unique()).collect()["source"]
+                column = lk.scan_file(path).select(pl.col("source").unique()).collect()["source"]
             except UNREADABLE:
                 return None
             sources.update(str(s) for s in column.to_list())
