@@ -47,8 +47,12 @@ def score_locked(
     store = LakeStore(lake)
     before = current_rubric(lake)
     # A different rubric means the whole history is rescored under it.
-    full = full or before is None or before.rubric_id != rubric.rubric_id
+    changed = before is None or before.rubric_id != rubric.rubric_id
+    full = full or changed
     parts = store.all_parts() if full else pending_parts(store, rubric)
+    if parts and (changed or not full):
+        # New scores: the version table will be rebuilt from them at the end.
+        version_regressions.warm()
     # Every file about to be read is hashed against its manifest first: a corrupt part is
     # removed whole (its inputs will be read again) instead of scored.
     verified = check_and_repair(lake, deep=parts)

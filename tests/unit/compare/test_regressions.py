@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 from pipeline.compare import regressions
@@ -82,3 +84,39 @@ def test_the_code_digest_follows_scipy_without_importing_it() -> None:
         "assert len(digest) == 64"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_warm_imports_what_a_rebuild_needs_on_its_own_thread() -> None:
+    code = (
+        "import sys, threading; from pipeline.compare import regressions; "
+        "thread = regressions.warm(); "
+        "assert thread is not threading.main_thread() and not thread.daemon; "
+        "thread.join(); "
+        "missing = set(regressions.REBUILD_IMPORTS) - set(sys.modules); "
+        "assert not missing, missing"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_a_score_warms_the_rebuild_only_when_its_scores_are_new(
+    sample_lake_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new rubric rebuilds the table, so its imports start beside the scoring; a rescore
+    under the same rubric leaves the table alone (above) and imports none of it."""
+    warmed: list[str] = []
+    real = regressions.warm
+
+    def counted() -> threading.Thread:
+        warmed.append("warm")
+        return real()
+
+    monkeypatch.setattr(regressions, "warm", counted)
+    lake = sample_lake_copy
+    jobs.score(lake, DEFAULT)
+    assert warmed == []
+    halved = parse_rubric({"task": {"penalty_scale": 0.5}})
+    jobs.score(lake, halved)
+    assert warmed == ["warm"]
+    tx = lk.Transaction(lake)
+    assert regressions.stage(lake, halved.rubric_id, tx) is None  # built at the end of that score
+    tx.abort()
