@@ -10,7 +10,9 @@ fresh lake (what ``pipeline run`` does: ingest, score, warehouse); a bare DuckDB
 scan of the Parquet columns scoring reads; the hand-written Polars rescoring
 (``bench/peers/polars_rescore.py``); ``jobs.score`` (a full rescore, warehouse
 included); the plain-Python scorer on a sample, extrapolated to N; then
-``python -m pipeline --help`` against ``python -c "import polars, duckdb"``.
+``python -m pipeline --help`` against ``python -c "import polars, duckdb"``. ``score`` and
+the Polars peer are also timed as whole commands, under the same rubric and under one
+whose penalty scale is halved (``score`` on a fresh copy of the lake each time).
 Two tables come out, the stages and the issue-16 goals against the peers, on the
 terminal and as ``<out>/results-<N>.md`` and ``.json``.
 """
@@ -21,12 +23,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,15 +116,19 @@ COMMAND_REPEATS = 3
 
 
 def time_alternating(
-    commands: dict[str, tuple[str, ...]], repeats: int = COMMAND_REPEATS
+    commands: dict[str, tuple[str, ...]],
+    repeats: int = COMMAND_REPEATS,
+    prepare: dict[str, Callable[[], object]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The median wall time of each ``python ARGS`` as a whole process (start-up, imports
     and exit included, as a user's shell times it), run in turn so that a change in the
-    machine's load falls on each alike."""
+    machine's load falls on each alike. ``prepare[name]``, untimed, runs before each of that
+    command's runs (a fresh copy of what the command changes)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):
         for name, args in commands.items():
+            (prepare or {}).get(name, lambda: None)()
             started = time.perf_counter()
             subprocess.run(
                 [sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, check=True
@@ -130,6 +138,33 @@ def time_alternating(
         name: {"seconds": statistics.median(spent), "all_seconds": spent, "peak_rss": 0}
         for name, spent in times.items()
     }
+
+
+# The rubric change a nightly meets (every score moves, so every score file is rewritten and
+# the warehouse reloads them): the penalty scale of the rubric the bench ran under, halved.
+PENALTY_SCALE_LINE = re.compile(r"^(penalty_scale\s*=\s*)(\S+)", re.MULTILINE)
+
+
+def changed_rubric(base: Path, out: Path) -> Path:
+    """``base`` (a complete rubric file, as rubrics/default.toml) with its penalty scale
+    halved, written to ``out``."""
+    text = base.read_text()
+    found = PENALTY_SCALE_LINE.search(text)
+    if found is None:
+        raise ValueError(f"{base}: no penalty_scale line to change")
+    halved = float(found.group(2)) / 2
+    out.write_text(PENALTY_SCALE_LINE.sub(lambda m: f"{m.group(1)}{halved!r}", text, count=1))
+    return out
+
+
+def fresh_copy(source: Path, target: Path) -> Callable[[], None]:
+    """A ``prepare`` step: ``target`` made a new copy of ``source``."""
+
+    def copy() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target)
+
+    return copy
 
 
 @dataclass
@@ -193,6 +228,13 @@ def peer_rows(ingested: int, results: dict[str, dict[str, Any]]) -> list[PeerRow
             f"the same as commands (whole processes, median of {COMMAND_REPEATS})",
             ("score_command", "python -m pipeline score"),
             ("polars_peer_command", "python -m bench.peers.polars_rescore"),
+            SCORE_PEER_GOAL_RATIO,
+        ),
+        (
+            # PENALTY_SCALE_LINE: every score file rewritten, the warehouse's scores reloaded.
+            "rescore under a changed rubric, as commands",
+            ("score_rubric_change", "python -m pipeline score --rubric CHANGED"),
+            ("polars_peer_rubric_change", "python -m bench.peers.polars_rescore --rubric CHANGED"),
             SCORE_PEER_GOAL_RATIO,
         ),
     )
@@ -524,6 +566,35 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 }
             )
+            console.print("[dim]bench: score under a changed rubric ...[/]", highlight=False)
+            base = Path(common.get("rubric", REPO_ROOT / "rubrics" / "default.toml"))
+            changed = str(changed_rubric(base, workdir / "changed.toml"))
+            copy = workdir / "lake-rubric-change"
+            results |= time_alternating(
+                {
+                    "score_rubric_change": (
+                        "-m",
+                        "pipeline",
+                        "score",
+                        "--lake",
+                        str(copy),
+                        "--rubric",
+                        changed,
+                    ),
+                    "polars_peer_rubric_change": (
+                        "-m",
+                        "bench.peers.polars_rescore",
+                        str(lake),
+                        str(workdir / "peers" / "polars-changed"),
+                        "--rubric",
+                        changed,
+                    ),
+                },
+                # A lake of copies (10M runs) is copied once: each copy is gigabytes.
+                repeats=1 if args.replicate > 1 else COMMAND_REPEATS,
+                prepare={"score_rubric_change": fresh_copy(lake, copy)},
+            )
+            shutil.rmtree(copy, ignore_errors=True)
         results["help"] = time_startup(HELP_COMMAND)
         results["import"] = time_startup(IMPORT_COMMAND)
         results["rescore"]["engine"] = args.engine

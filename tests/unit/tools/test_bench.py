@@ -10,6 +10,8 @@ import pytest
 from bench.run import build_rows, markdown, rescore_breakdown
 from bench.whole import commands, rounds, summary
 
+REPO = Path(__file__).resolve().parents[3]
+
 GIB = 1024**3
 
 
@@ -144,6 +146,70 @@ def test_the_rescore_as_commands_gets_its_own_ratio() -> None:
     slower = peer_rows(100_000, {**results, "score_command": stage(3.9, 0.0)})[1]
     assert slower.ratio == pytest.approx(1.3)
     assert slower.goal == "missed (≤1.2x)"
+
+
+def test_the_rescore_under_a_changed_rubric_gets_its_own_ratio() -> None:
+    from bench.run import peer_rows
+
+    results = {
+        **RESULTS,
+        "score_rubric_change": stage(2.8, 0.0),
+        "polars_peer_rubric_change": stage(1.12, 0.0),
+    }
+    (changed,) = peer_rows(100_000, results)
+    assert changed.pipeline == "python -m pipeline score --rubric CHANGED"
+    assert changed.ratio == pytest.approx(2.5)  # 2.8 s / 1.12 s
+    assert changed.goal == "missed (≤1.2x)"
+
+
+def test_the_changed_rubric_halves_the_penalty_scale_and_nothing_else(tmp_path: Path) -> None:
+    from bench.run import changed_rubric
+    from pipeline.rubric import load_rubric
+
+    default = REPO / "rubrics" / "default.toml"
+    changed = changed_rubric(default, tmp_path / "changed.toml")
+    before, after = load_rubric(default), load_rubric(changed)
+    assert before.task.penalty_scale == 1.0
+    assert after.task.penalty_scale == 0.5
+    assert after.rubric_id != before.rubric_id
+    assert after.task.envs == before.task.envs
+    # Only the one line differs.
+    old_lines, new_lines = default.read_text().splitlines(), changed.read_text().splitlines()
+    assert [(a, b) for a, b in zip(old_lines, new_lines, strict=True) if a != b] == [
+        ("penalty_scale = 1.0", "penalty_scale = 0.5")
+    ]
+    (tmp_path / "partial.toml").write_text("[task]\nfailure_threshold = 0.5\n")
+    with pytest.raises(ValueError, match="no penalty_scale line"):
+        changed_rubric(tmp_path / "partial.toml", tmp_path / "out.toml")
+
+
+def test_a_prepare_step_runs_untimed_before_each_run_of_its_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import bench.run as bench_run
+
+    events: list[str] = []
+    clock = iter([0.0, 1.0, 1.0, 1.5, 2.0, 4.0, 4.0, 4.5])
+    monkeypatch.setattr(bench_run.subprocess, "run", lambda args, **_: events.append(args[-1]))
+    monkeypatch.setattr(bench_run.time, "perf_counter", lambda: next(clock))
+    timed = bench_run.time_alternating(
+        {"ours": ("-c", "a"), "peer": ("-c", "b")},
+        repeats=2,
+        prepare={"ours": lambda: events.append("copy")},
+    )
+    assert events == ["copy", "a", "b", "copy", "a", "b"]
+    assert timed["ours"]["all_seconds"] == [1.0, 2.0]
+    # fresh_copy: the target is the source again, whatever a run left in it.
+    source, target = tmp_path / "lake", tmp_path / "copy"
+    source.mkdir()
+    (source / "a.txt").write_text("a")
+    copy = bench_run.fresh_copy(source, target)
+    copy()
+    (target / "a.txt").write_text("changed")
+    (target / "extra.txt").write_text("left by a run")
+    copy()
+    assert sorted(p.name for p in target.iterdir()) == ["a.txt"]
+    assert (target / "a.txt").read_text() == "a"
 
 
 def test_commands_are_timed_in_turn_and_their_medians_kept(
