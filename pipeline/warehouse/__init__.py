@@ -1,6 +1,7 @@
 """The DuckDB warehouse: built from the lake by the views in sql/, and its read-only door.
 
-``build`` writes the file from the lake, ``models`` orders and applies the views,
+``build`` writes the file from the lake (``loads`` runs its inserts side by side),
+``models`` orders and applies the views,
 ``file`` opens it and reads its facts, ``query`` runs an analyst's SQL over it.
 """
 

@@ -34,12 +34,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
 import shutil
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -66,7 +64,15 @@ from pipeline.warehouse.file import (
     read_if_usable,
     warehouse_path,
 )
-from pipeline.warehouse.models import STAGE_PREFIX, create_views, staged_tables, view_files
+from pipeline.warehouse.loads import load_all, plan
+from pipeline.warehouse.models import (
+    IDENTIFIER,
+    STAGE_PREFIX,
+    create_views,
+    stage_sql,
+    staged_tables,
+    view_files,
+)
 from schemas.registry import LANDED
 
 # DuckDB is imported where the file is written (see pipeline/core/sql.py): a build that
@@ -80,7 +86,6 @@ PART_COLUMN = "_part"
 # Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake
 # path holding one would make the build read other folders' files.
 GLOB_CHARACTERS = set("*?[]{}")
-IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 FILE_COLUMNS = {
     "tbl": pl.String,
     "path": pl.String,
@@ -114,14 +119,6 @@ def fingerprint() -> str:
     for name, schema in staged_tables().items():
         digest.update(f"{name} {schema!r}".encode())
     return digest.hexdigest()
-
-
-def _stage_sql(template: str, table: str) -> str:
-    """A staging statement for one table. The table name is the only text put into
-    SQL, and it is a key of the schema registry (never data), checked as an identifier."""
-    if table not in staged_tables() or not IDENTIFIER.fullmatch(table):
-        raise WarehouseError(f"not a lake table: {table!r}")
-    return sql_text(f"warehouse/{template}.sql").replace("{table}", STAGE_PREFIX + table)
 
 
 def check_lake_path(lake: Path) -> str:
@@ -174,7 +171,7 @@ def _writing(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """A new file at ``path``, in the storage version readers need (``file.py``), written
     through the process's writer instance (``SharedInstance``), closed when the block ends."""
     with _WRITER.attached(str(path), f"storage_version '{STORAGE_VERSION}'") as con:
-        # The settings' threads, which _load also takes as its number of tables side by
+        # The settings' threads, which load_all also takes as its number of loads side by
         # side, and memory (an instance's settings: builds in one process take the same).
         # Without a limit DuckDB holds up to 80% of the machine: a build from nothing of
         # a 10M-run lake peaked at 8.2 GiB; past the limit it writes blocks to the file.
@@ -201,7 +198,7 @@ def _create_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
     empty = pl.DataFrame(schema={**rest, PART_COLUMN: pl.String})
     con.from_arrow(empty.to_arrow()).create(STAGE_PREFIX + table)
     for column in text:
-        con.execute(_stage_sql("stage_add_text", table).replace("{column}", column))
+        con.execute(stage_sql("stage_add_text", table).replace("{column}", column))
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:
@@ -334,93 +331,32 @@ class Changes:
         return cls(load, drop, wanted.select(list(FILE_COLUMNS)), same.height)
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> None:
-    import duckdb
-
-    try:
-        con.execute(_stage_sql("stage_insert", table), [list(staged_tables()[table]), files])
-    except duckdb.Error as exc:
-        raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
-
-
-def _load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
-    """Insert each table's files, tables side by side: one cursor (a connection to the
-    same database) per table, in the order of ``loads`` (largest first), as many at once
-    as the settings give DuckDB threads (``duckdb_threads``: the machine's cores).
-
-    A table alone keeps few threads busy: DuckDB's unit of work is a Parquet row group
-    (at 100k runs task_runs' files hold one each), and a large commit compresses the
-    table's last row groups as it checkpoints, one commit at a time. Side by side, the
-    tables keep the cores busy, each on one thread (``_one_thread_per_table``). Each table
-    is still written by one statement, its rows in the order serial loading gives; the
-    cursors' transactions touch different tables, so they never conflict, and readers see
-    none of them before the file is renamed into place (a failure leaves the file
-    unrenamed, ``_write``)."""
-    workers = min(len(loads), current_settings().duckdb_threads)
-    if workers <= 1:
-        for table, files in loads.items():
-            _insert(con, table, files)
-        return
-
-    # A cursor's default database is the instance's own: each is pointed at the file.
-    ((database,),) = con.execute("select current_database()").fetchall()
-
-    def insert(table: str) -> None:
-        cursor = con.cursor()
-        try:
-            cursor.execute(f'use "{database}"')
-            _insert(cursor, table, loads[table])
-        finally:
-            cursor.close()
-
-    with _one_thread_per_table(con), ThreadPoolExecutor(workers) as pool:
-        # Every load ends before the pool does; the first failure in ``loads``' order is
-        # raised, so the table named is one whose load failed.
-        list(pool.map(insert, loads))
-
-
-@contextmanager
-def _one_thread_per_table(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """The instance's threads set to one while tables load side by side, each on the
-    thread of its own cursor. An insert on several threads writes partly filled row groups,
-    which the closing checkpoint merges and writes again, alone on one core: at 300k runs a
-    build from nothing took 4.5-5.4 s, 1.2-1.7 s of it that checkpoint, and left 30 MB of
-    freed blocks in a 163 MB file; with one thread a table, 3.0-3.4 s and 132 MB."""
-    ((threads,),) = con.execute("select current_setting('threads')").fetchall()
-    con.execute("set threads = 1")
-    try:
-        yield
-    finally:
-        con.execute("set threads = ?", [threads])
-
-
 def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None:
     """Drop the rows of the parts in ``changes.drop``, load the files of ``changes.load``,
     and record ``changes.wanted`` as the files the warehouse now holds."""
     import duckdb
 
     wanted = changes.wanted
-    loads: dict[str, list[str]] = {}
+    # Per table, the files to load (absolute path, bytes), in the order they are stored.
+    loads: dict[str, list[tuple[str, int]]] = {}
     for table in sorted(set(changes.drop["tbl"]) | set(changes.load["tbl"])):
         dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
-        loaded = changes.load.filter(pl.col("tbl") == table)["path"].to_list()
+        loaded = changes.load.filter(pl.col("tbl") == table).select("path", "size").rows()
         kept = wanted.filter(pl.col("tbl") == table).height - len(loaded)
         try:
             if dropped and not kept:
                 # Every row goes (a new rubric's scores): a new table, whose old blocks
                 # the next build reuses, rather than a file that grows with deleted rows.
-                con.execute(_stage_sql("stage_drop", table))
+                con.execute(stage_sql("stage_drop", table))
                 _create_table(con, table)
             elif dropped:
-                con.execute(_stage_sql("stage_delete", table), [dropped])
+                con.execute(stage_sql("stage_delete", table), [dropped])
         except duckdb.Error as exc:
             raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
         if loaded:
-            loads[table] = [str(lake / relative) for relative in loaded]
-    # The largest first, so that the small ones fill the other threads meanwhile.
-    by_size = changes.load.group_by("tbl").agg(pl.col("size").sum())
-    by_size = by_size.sort(["size", "tbl"], descending=[True, False])
-    _load(con, {table: loads[table] for table in by_size["tbl"]})
+            loads[table] = [(str(lake / relative), size) for relative, size in loaded]
+    workers = current_settings().duckdb_threads
+    load_all(con, plan(loads, workers), workers)
     con.register("wanted_files", wanted)
     try:
         con.execute(sql_text("warehouse/files_replace.sql"))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.core.sql import SQL_DIR
+from pipeline.core.sql import SQL_DIR, sql_text
 from pipeline.warehouse.file import WarehouseError
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import duckdb
 
 STAGE_PREFIX = "stg_"
+IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 # Views by layer, as dbt lays a project out: staging views (stg_*) shape the staging tables
 # for the marts, the views analysts read. A view's name is its file's name.
 MODEL_FOLDERS = ("staging", "marts")
@@ -44,6 +45,15 @@ _CTE = re.compile(r"(?:\bwith(?:\s+recursive)?|,)\s+([a-z_][a-z0-9_]*)\s+as\s*\(
 def staged_tables() -> dict[str, pl.Schema]:
     """Every lake table the warehouse holds, by its name in the lake, with its schema."""
     return {name: polars_schema(model) for name, model in {**LANDED, **SCORED}.items()}
+
+
+def stage_sql(template: str, table: str) -> str:
+    """A staging statement (``sql/warehouse/<template>.sql``) for one table. The table name
+    is the only text put into SQL, and it is a key of the schema registry (never data),
+    checked as an identifier."""
+    if table not in staged_tables() or not IDENTIFIER.fullmatch(table):
+        raise WarehouseError(f"not a lake table: {table!r}")
+    return sql_text(f"warehouse/{template}.sql").replace("{table}", STAGE_PREFIX + table)
 
 
 @dataclass(frozen=True)

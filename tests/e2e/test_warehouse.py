@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -23,6 +24,7 @@ from pipeline.core.settings import Settings, use_settings
 from pipeline.engines import local as local_engine
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.ingest import ingest_locked
+from pipeline.jobs.score import score_locked
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.warehouse import (
@@ -36,7 +38,9 @@ from pipeline.warehouse import (
     warehouse_path,
 )
 from pipeline.warehouse import build as build_module
+from pipeline.warehouse import loads as loads_module
 from tests.paths import SAMPLE
+from tools import simulate as sim
 
 DEFAULT = parse_rubric({})
 WEIGHTS = {"defect_matching": 0.6, "pov_quality": 0.2, "summary_quality": 0.1, "target_calls": 0.1}
@@ -632,31 +636,107 @@ def test_tables_loaded_side_by_side_take_one_duckdb_thread_each(
 ) -> None:
     # On more threads an insert writes partly filled row groups, which the closing
     # checkpoint merges and writes again alone (bench/RESULTS.md, seventh pass): side by
-    # side, each table's insert runs on its cursor's thread only, and the build's threads
+    # side, each load's insert runs on its cursor's thread only, and the build's threads
     # are back for what follows the loads.
     lake = sample_lake_copy
     seen: list[tuple[str, int]] = []
     after: list[int] = []
-    real_insert, real_load = build_module._insert, build_module._load
+    real_insert, real_load_all = loads_module.insert, loads_module.load_all
 
-    def insert(con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> None:
+    def insert(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> None:
         ((threads,),) = con.execute("select current_setting('threads')").fetchall()
         seen.append((table, threads))
         real_insert(con, table, files)
 
-    def load(con: duckdb.DuckDBPyConnection, loads: dict[str, list[str]]) -> None:
-        real_load(con, loads)
+    def load_all(
+        con: duckdb.DuckDBPyConnection, planned: list[list[loads_module.Load]], workers: int
+    ) -> None:
+        real_load_all(con, planned, workers)
         ((threads,),) = con.execute("select current_setting('threads')").fetchall()
         after.append(threads)
 
-    monkeypatch.setattr(build_module, "_insert", insert)
-    monkeypatch.setattr(build_module, "_load", load)
+    monkeypatch.setattr(loads_module, "insert", insert)
+    monkeypatch.setattr(build_module, "load_all", load_all)
     warehouse_path(lake).unlink()
     with use_settings(Settings(duckdb_threads=2)):
         assert build_warehouse(lake, DEFAULT.rubric_id).files_loaded > 4
     assert len(seen) > 2
     assert {threads for _, threads in seen} == {1}
     assert after == [2]
+
+
+@pytest.fixture
+def parted_lake(tmp_path: Path) -> Path:
+    """A lake of 600 runs landed in parts of 64 KiB of lines: several files a table."""
+    source = sim.write_task_jsonl(tmp_path / "runs.jsonl", 600, seed=3)
+    lake = tmp_path / "lake"
+    with lk.lake_lock(lake):
+        report = ingest_locked([source], lake, DEFAULT, chunk_bytes=64 * 1024)
+        score_locked(lake, DEFAULT, full=False)
+    assert len(report.parts) >= 4, report.parts
+    return lake
+
+
+def a_load_a_file(monkeypatch: pytest.MonkeyPatch) -> list[list[loads_module.Load]]:
+    """Every table cut into one load a file, as far as a plan can cut (the loads planned)."""
+    cut: list[list[loads_module.Load]] = []
+
+    def plan(
+        tables: dict[str, list[tuple[str, int]]], workers: int
+    ) -> list[list[loads_module.Load]]:
+        planned = [
+            [loads_module.Load(table, (path,), size) for path, size in files]
+            for table, files in tables.items()
+        ]
+        cut.extend(planned)
+        return planned
+
+    monkeypatch.setattr(build_module, "plan", plan)
+    return cut
+
+
+@pytest.mark.slow
+def test_tables_cut_into_loads_store_the_rows_one_insert_stores(
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loads of one table run side by side and commit in file order: the table's rows are
+    those, in the order, of one insert of all its files."""
+    lake = parted_lake
+
+    def built(threads: int) -> dict[str, pl.DataFrame]:
+        warehouse_path(lake).unlink(missing_ok=True)
+        with use_settings(Settings(duckdb_threads=threads)):
+            assert build_warehouse(lake, DEFAULT.rubric_id).files_loaded > 8
+        return stage_tables_as_stored(warehouse_path(lake))
+
+    serial = built(1)  # one insert a table
+    cut = a_load_a_file(monkeypatch)
+    for threads in (2, 3):
+        apart = built(threads)
+        assert max(len(loads) for loads in cut) >= 4  # tables cut into a load a file
+        assert sum(frame.height for frame in serial.values()) > 0
+        for name, frame in serial.items():
+            assert_frame_equal(apart[name], frame, check_exact=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken_load", [0, 1, -1])
+def test_a_cut_load_that_fails_leaves_the_warehouse_as_it_was(
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch, broken_load: int
+) -> None:
+    """The first, a middle or the last load of a cut table fails in a build from nothing:
+    the loads after it never commit, none waits forever, and no file is put in place."""
+    lake = parted_lake
+    warehouse_path(lake).unlink(missing_ok=True)
+    files = lk.parquet_files(lk.table_dir(lake, "task_runs"))
+    assert len(files) >= 3
+    files[broken_load].write_bytes(b"not parquet")
+    a_load_a_file(monkeypatch)
+    with use_settings(Settings(duckdb_threads=2)), pytest.raises(WarehouseError) as failed:
+        build_warehouse(lake, DEFAULT.rubric_id)
+    assert "loading task_runs into the warehouse failed" in str(failed.value)
+    assert not warehouse_path(lake).exists()
+    assert not list(lake.glob(f".{warehouse_path(lake).name}.*"))
 
 
 @pytest.mark.slow
