@@ -117,9 +117,14 @@ def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers:
 
     def commit_from(load: Load, cursor: duckdb.DuckDBPyConnection) -> None:
         """Commit ``load``, then each of its table's following loads that waits for it."""
+        import duckdb
+
         while True:
             try:
                 cursor.execute("commit")
+            except duckdb.Error as exc:
+                failed = f"loading {load.table} into the warehouse failed: {exc}"
+                raise WarehouseError(failed) from exc
             finally:
                 cursor.close()
             with lock:

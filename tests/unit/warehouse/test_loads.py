@@ -4,13 +4,18 @@ tests/e2e/test_warehouse.py."""
 from __future__ import annotations
 
 import itertools
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
+import duckdb
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.warehouse import loads as loads_module
 from pipeline.warehouse.file import WarehouseError
-from pipeline.warehouse.loads import Load, plan
+from pipeline.warehouse.loads import Load, load_all, plan
 from pipeline.warehouse.models import stage_sql
 
 
@@ -73,3 +78,76 @@ def test_a_staging_statement_names_a_lake_table_only() -> None:
     for name in ("nope", "task_runs; drop table x", "Task_Runs"):
         with pytest.raises(WarehouseError, match="not a lake table"):
             stage_sql("stage_insert", name)
+
+
+class _Cursor:
+    """A cursor whose commit fails for the load holding ``fail_on``."""
+
+    def __init__(self, real: duckdb.DuckDBPyConnection, fail_on: int | None) -> None:
+        self.real, self.fail_on = real, fail_on
+        self.values: list[int] = []
+
+    def execute(self, sql: str, params: object = None) -> object:
+        if sql == "commit" and self.fail_on in self.values:
+            raise duckdb.IOException("disk full")
+        return self.real.execute(sql, params) if params is not None else self.real.execute(sql)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+class _Connection:
+    def __init__(self, real: duckdb.DuckDBPyConnection, fail_on: int | None = None) -> None:
+        self.real, self.fail_on = real, fail_on
+
+    def execute(self, sql: str, params: object = None) -> object:
+        return self.real.execute(sql, params) if params is not None else self.real.execute(sql)
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self.real.cursor(), self.fail_on)
+
+
+def _numbers(cursor: _Cursor, table: str, files: Sequence[str]) -> None:
+    """A load of ``files`` named by numbers: those numbers, after a moment, into ``table``."""
+    cursor.values = [int(name) for name in files]
+    time.sleep(0.05 if "1" in files else 0.0)  # the first load ends after those that follow it
+    cursor.execute(f"insert into {table} select unnest(?)", [cursor.values])
+
+
+# Table a in three loads (numbers 1-6), table b in one (7).
+NUMBERED = [
+    [Load("a", ("1", "2", "3"), 30), Load("a", ("4",), 10), Load("a", ("5", "6"), 20)],
+    [Load("b", ("7",), 5)],
+]
+
+
+def _numbered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> duckdb.DuckDBPyConnection:
+    """A file with tables a and b, and loads that insert their files' numbers (``_numbers``)."""
+    real = duckdb.connect(str(tmp_path / "w.duckdb"))
+    real.execute("create table a (x int); create table b (x int)")
+    monkeypatch.setattr(loads_module, "insert", _numbers)
+    return real
+
+
+def test_loads_side_by_side_commit_each_tables_rows_in_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _numbered(tmp_path, monkeypatch)
+    load_all(_Connection(real), NUMBERED, 2)  # type: ignore[arg-type]
+    assert real.execute("select x from a order by rowid").fetchall() == [(i,) for i in range(1, 7)]
+    assert real.execute("select x from b").fetchall() == [(7,)]
+    assert real.execute("select current_setting('threads')").fetchone() != (1,)
+
+
+@pytest.mark.parametrize("fail_on", [1, 4, 5])
+def test_a_failed_commit_names_its_table_and_leaves_later_loads_uncommitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_on: int
+) -> None:
+    real = _numbered(tmp_path, monkeypatch)
+    with pytest.raises(WarehouseError, match=r"loading a into the warehouse failed: .*disk full"):
+        load_all(_Connection(real, fail_on), NUMBERED, 2)  # type: ignore[arg-type]
+    committed = [x for (x,) in real.execute("select x from a order by rowid").fetchall()]
+    # The loads before the failed one committed, none after it did.
+    assert committed == {1: [], 4: [1, 2, 3], 5: [1, 2, 3, 4]}[fail_on]
+    # (Loads not started when the failure is raised are cancelled: the build is abandoned.)
+    assert real.execute("select current_setting('threads')").fetchone() != (1,)
