@@ -117,8 +117,8 @@ def _row_of(frame: pl.DataFrame, version: str) -> dict[str, Any]:
 def paired_pass_rate(pairs: pl.DataFrame) -> dict[str, Any]:
     """Problem-level pass rate over the paired problems, tested with exact McNemar."""
     passes = pairs.select(
-        baseline=repeatable.mean("b_passes"),
-        candidate=repeatable.mean("c_passes"),
+        baseline=repeatable.share("b_passes"),
+        candidate=repeatable.share("c_passes"),
         baseline_only=(pl.col("b_passes") & ~pl.col("c_passes")).sum(),
         candidate_only=(~pl.col("b_passes") & pl.col("c_passes")).sum(),
     ).row(0, named=True)

@@ -59,7 +59,7 @@ def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) ->
         .agg(
             trials=pl.len(),
             score=repeatable.mean("score"),
-            passed_share=repeatable.mean("passed"),
+            passed_share=repeatable.share("passed"),
             **extra,
         )
         .with_columns(passes=pl.col("passed_share") >= PROBLEM_PASS_THRESHOLD)
@@ -137,7 +137,7 @@ def version_metrics(
         scored_runs=is_scored.sum().cast(pl.Int64),
         mean_score_runs=repeatable.mean(pl.col("score").filter(is_scored)),
         _sd_runs=repeatable.std(pl.col("score").filter(is_scored)),
-        pass_rate_runs=repeatable.mean(pl.col("passed").filter(is_scored)),
+        pass_rate_runs=repeatable.share(pl.col("passed").filter(is_scored)),
         _pass_n_runs=pl.col("passed").filter(is_scored).count().cast(pl.Int64),
     )
     problem_level = (
@@ -147,7 +147,7 @@ def version_metrics(
             problems=pl.len().cast(pl.Int64),
             mean_score_problems=repeatable.mean("score"),
             _sd_problems=repeatable.std("score"),
-            pass_rate_problems=repeatable.mean("passes"),
+            pass_rate_problems=repeatable.share("passes"),
             _pass_n_problems=pl.col("passes").count().cast(pl.Int64),
         )
     )

@@ -34,3 +34,13 @@ def mean(column: str | pl.Expr) -> pl.Expr:
 def std(column: str | pl.Expr, ddof: int = 1) -> pl.Expr:
     """The group's standard deviation (nulls skipped), over its values in ascending order."""
     return _sorted(column).list.std(ddof=ddof)
+
+
+def share(column: str | pl.Expr) -> pl.Expr:
+    """The share of true values among the group's booleans (nulls skipped; null when there
+    are none): ``mean`` of them as 0.0 and 1.0, bit for bit, without sorting. A count of
+    trues is an integer whatever order they arrive in, and so is the count it is divided by,
+    so the one division gives the same float as the sorted sum over the length."""
+    expr = pl.col(column) if isinstance(column, str) else column
+    counted = expr.count()
+    return pl.when(counted > 0).then(expr.sum().cast(pl.Float64) / counted.cast(pl.Float64))
