@@ -3,10 +3,11 @@
 Float addition is not associative, and neither a join's output order nor a
 (streaming, multithreaded) group_by's arrival order is fixed: a plain ``sum`` or
 ``mean`` can differ in the last bit between two runs over the same data, and a
-p-value can flip the third decimal. Each aggregation here first sorts the group's
-values (a canonical order, the multiset's), then adds them in that order, so
-``compare``, ``history`` and the lake's ``version_regressions`` table give the same
-bits on every run, with any number of threads. The formulas are unchanged.
+p-value can flip the third decimal. Each aggregation of floats here first sorts the
+group's values (a canonical order, the multiset's), then adds them in that order; a share
+of booleans counts them, which is exact in any order. So ``compare``, ``history`` and the
+lake's ``version_regressions`` table give the same bits on every run, with any number of
+threads. The formulas are unchanged.
 """
 
 from __future__ import annotations
