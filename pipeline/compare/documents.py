@@ -12,8 +12,9 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipeline.compare import gate, metrics, repeatable, stats
+from pipeline.compare import gate, metrics, stats
 from pipeline.compare.pairing import KEY, per_problem
+from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
 
 

@@ -26,7 +26,8 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from pipeline.compare import metrics, repeatable, stats
+from pipeline.compare import metrics, stats
+from pipeline.core import repeatable
 
 GROUP: Final = ("agent", "baseline", "candidate")
 ALL_ENV_TYPES: Final = "all"
@@ -83,7 +84,7 @@ def step_table(pairs: pl.LazyFrame | pl.DataFrame, confidence: float) -> pl.Data
     ``pairs`` holds one row per paired problem: ``agent, baseline, candidate,
     problem_id, env_type, b_score, c_score, diff`` (``diff = c_score - b_score``).
     """
-    # The moments add their terms in a canonical order (pipeline.compare.repeatable), so
+    # The moments add their terms in a canonical order (pipeline.core.repeatable), so
     # compare, history and the table give the same last bit whatever order rows came in.
     lf = pairs.lazy()
     overall = _moments(lf, list(GROUP)).with_columns(env_type=pl.lit(ALL_ENV_TYPES))

@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from pipeline.compare import repeatable, stats
+from pipeline.compare import stats
+from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
 
 KEY: Final = ("problem_id", "env_type")

@@ -11,7 +11,8 @@ from typing import Final
 
 import polars as pl
 
-from pipeline.compare import metrics, repeatable
+from pipeline.compare import metrics
+from pipeline.core import repeatable
 from pipeline.storage.lake import InputError
 
 KEY: Final = metrics.KEY

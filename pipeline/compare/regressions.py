@@ -43,8 +43,9 @@ RUN_COLUMNS: Final = ("run_id", "agent", "agent_version", "problem_id", "env_typ
 SCORE_COLUMNS: Final = ("run_id", "status", "score", "passed")
 # The modules the table's numbers come from (with SciPy): numpy's, imported only when the
 # table is rebuilt, so that a rescore that leaves it alone starts without numpy (~0.05 s).
-NUMBER_MODULES: Final = tuple(
-    f"pipeline.compare.{name}" for name in ("gate", "metrics", "repeatable", "stats")
+NUMBER_MODULES: Final = (
+    *(f"pipeline.compare.{name}" for name in ("gate", "metrics", "stats")),
+    "pipeline.core.repeatable",
 )
 # What a rebuild imports before its first row: the modules above, numpy and SciPy's quantiles.
 REBUILD_IMPORTS: Final = (*NUMBER_MODULES, "scipy.special")

@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.compare import documents as docs
-from pipeline.compare import gate, repeatable, stats
+from pipeline.compare import gate, stats
 from pipeline.compare.pairing import (
     COMPONENT_COLUMNS,
     KEY,
@@ -42,6 +42,7 @@ from pipeline.compare.pairing import (
 )
 from pipeline.compare.reasons import failure_reasons, regressed_problems
 from pipeline.compare.text import delta
+from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
 
 

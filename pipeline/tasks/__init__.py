@@ -4,8 +4,8 @@ Reading order: ``fields`` (the record's fields, declared once) → ``parse`` (th
 SQL's generated parts; accepted records to the landed task tables) → ``validate`` (the
 fields' rules, a reason or null per record) → ``score`` (CONTRACT 4 as lazy Polars:
 ``formulas`` are its expressions; ``keys``, ``components``, ``totals`` and ``anomalies``
-its steps; ``sums`` its order-independent sums). The names below are loaded on first
-use, so importing the package stays cheap.
+its steps; its order-independent sums are ``pipeline.core.repeatable``'s). The names below
+are loaded on first use, so importing the package stays cheap.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ _HOMES = by_name(
         "validate": ("validate_task_records",),
         "score": ("TaskScoring", "ScoringInputError", "PLAN_CHECKED", "score_tasks"),
         "keys": ("RUN_COLUMNS", "COMPONENT_COLUMNS", "PENALTY_COLUMNS"),
-        "sums": ("repeatable_sum", "with_repeatable_sums"),
     }
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.core.repeatable import with_list_sums
 from pipeline.rubric import Rubric
 from pipeline.tasks.anomalies import anomaly_lists, run_anomaly_rules
 from pipeline.tasks.components import graded_term, rubric_term
@@ -21,7 +22,6 @@ from pipeline.tasks.formulas import (
     with_out_of_range_anomaly,
 )
 from pipeline.tasks.keys import COMPONENT_CODE, RUN_KEY
-from pipeline.tasks.sums import with_repeatable_sums
 
 _EMPTY_ANOMALIES = pl.lit([], dtype=pl.List(pl.String))
 
@@ -41,7 +41,7 @@ def component_totals(rescored: pl.LazyFrame) -> pl.LazyFrame:
             .alias("other_terms_as_graded"),
             pl.col("weight_as_graded").alias("record_weight_sum"),
         )
-        .pipe(with_repeatable_sums, sums)
+        .pipe(with_list_sums, sums)
     )
 
 
@@ -67,7 +67,7 @@ def penalty_sums(penalties: pl.LazyFrame) -> pl.LazyFrame:
     return (
         penalties.group_by("run_id")
         .agg(pl.col("value").alias("penalty_sum"))
-        .pipe(with_repeatable_sums, ["penalty_sum"])
+        .pipe(with_list_sums, ["penalty_sum"])
     )
 
 

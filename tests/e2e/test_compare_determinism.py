@@ -1,7 +1,7 @@
 """The release gate's numbers do not move between two runs over the same lake.
 
 Float sums depend on the order of their terms, and Polars' multithreaded group_bys
-and joins do not fix that order: before pipeline.compare.repeatable, ``compare --json``
+and joins do not fix that order: before pipeline.core.repeatable, ``compare --json``
 and ``history --json`` differed in the last bits from one run to the next. Here the
 same lake is compared again in-process and in subprocesses with one Polars thread and
 with the default pool, byte for byte, and the lake's ``version_regressions`` table is
@@ -24,8 +24,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.compare import repeatable
 from pipeline.compare.documents import GATE_FIELDS
+from pipeline.core import repeatable
 from pipeline.warehouse import connect_read_only
 from tests.paths import ROOT
 

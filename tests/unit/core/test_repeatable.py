@@ -1,5 +1,5 @@
-"""Order-independent sums (``pipeline.tasks.sums``): the same bits whatever order a run's
-terms arrive in, as a hash join or a streaming group_by may hand them over."""
+"""Order-independent sums, means and shares (``pipeline.core.repeatable``): the same bits
+whatever order the terms arrive in, as a hash join or a streaming group_by may hand them over."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.tasks.sums import repeatable_sum, with_repeatable_sums
+from pipeline.core import repeatable
+from pipeline.core.repeatable import list_sum, with_list_sums
 from tests.examples import examples
 
 
@@ -27,7 +28,7 @@ def test_repeatable_sums_add_in_ascending_order() -> None:
             "four": [[1e16, -1e16, 1.0, 1.0], [0.5, 0.25, 0.125, 0.0625]],
         }
     )
-    sums = with_repeatable_sums(frame, ["three", "four"]).collect()
+    sums = with_list_sums(frame, ["three", "four"]).collect()
     # in list order (1e16 + -1e16) + 1 = 1.0; ascending (-1e16 + 1) + 1e16 = -1e16 + 1e16 = 0.0
     # 0.125 + 0.25 + 0.5 = 0.875 (exact)
     assert sums["three"].to_list() == [0.0, 0.875]
@@ -47,8 +48,8 @@ float_terms = st.one_of(
 @given(st.lists(st.lists(float_terms, max_size=6), min_size=1, max_size=30))
 def test_repeatable_sums_equal_sorting_bit_for_bit(lists: list[list[float | None]]) -> None:
     frame = pl.LazyFrame({"terms": lists}, schema={"terms": pl.List(pl.Float64)})
-    expected = frame.select(repeatable_sum(pl.col("terms"))).collect()["terms"]
-    actual = with_repeatable_sums(frame, ["terms"]).collect()["terms"]
+    expected = frame.select(list_sum(pl.col("terms"))).collect()["terms"]
+    actual = with_list_sums(frame, ["terms"]).collect()["terms"]
     for got, want in zip(actual.to_list(), expected.to_list(), strict=True):
         assert _same_sum(got, want), (got, want)
 
@@ -68,7 +69,7 @@ def test_repeatable_sum_adds_a_list_in_ascending_order() -> None:
     frame = pl.DataFrame({"terms": [[1.0, 1e16, -1e16], [None, 0.5, 0.25], []]})
     # ascending: (-1e16 + 1) + 1e16 = 0.0 (1 is lost next to 1e16); nulls are skipped;
     # an empty list sums to zero.
-    assert frame.select(repeatable_sum(pl.col("terms")))["terms"].to_list() == [0.0, 0.75, 0.0]
+    assert frame.select(list_sum(pl.col("terms")))["terms"].to_list() == [0.0, 0.75, 0.0]
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -79,8 +80,51 @@ def test_repeatable_sums_do_not_depend_on_the_order_of_terms(
     shuffled = [data.draw(st.permutations(terms)) for terms in lists]
     schema = {"terms": pl.List(pl.Float64)}
     sums = [
-        with_repeatable_sums(pl.LazyFrame({"terms": rows}, schema=schema), ["terms"]).collect()
+        with_list_sums(pl.LazyFrame({"terms": rows}, schema=schema), ["terms"]).collect()
         for rows in (lists, shuffled)
     ]
     for got, want in zip(sums[1]["terms"].to_list(), sums[0]["terms"].to_list(), strict=True):
         assert _same_sum(got, want), (got, want)
+
+
+def test_share_counts_trues_over_the_values_given() -> None:
+    frame = pl.DataFrame(
+        {
+            "g": [1, 1, 1, 2, 2, 3, 4, 4],
+            "passed": [True, False, True, None, True, None, False, False],
+        }
+    )
+    shares = frame.group_by("g").agg(repeatable.share("passed")).sort("g")["passed"].to_list()
+    # 2 of 3; 1 of 1 (the null skipped); no value at all: null; 0 of 2.
+    assert shares == [2 / 3, 1.0, None, 0.0]
+    assert _bits(shares[0]) == _bits(0.6666666666666666)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=6), st.one_of(st.booleans(), st.none())),
+        max_size=60,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_share_is_the_sorted_mean_bit_for_bit_in_any_row_order(
+    rows: list[tuple[int, bool | None]], random: object
+) -> None:
+    shuffled = list(rows)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    schema = {"g": pl.Int64, "passed": pl.Boolean}
+    mean = (
+        pl.DataFrame(rows, schema=schema, orient="row")
+        .group_by("g")
+        .agg(repeatable.mean("passed"))
+        .sort("g")
+    )
+    share = (
+        pl.DataFrame(shuffled, schema=schema, orient="row")
+        .group_by("g")
+        .agg(repeatable.share("passed"))
+        .sort("g")
+    )
+    assert share["g"].to_list() == mean["g"].to_list()
+    assert [_bits(v) for v in share["passed"]] == [_bits(v) for v in mean["passed"]]

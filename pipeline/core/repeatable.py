@@ -1,4 +1,18 @@
-"""Order-independent float sums: the same bits however a plan's rows arrive."""
+"""Float aggregations whose last bit does not depend on the order rows arrive in.
+
+Float addition is not associative, and neither a join's output order nor a (streaming,
+multithreaded) group_by's arrival order is fixed: a plain ``sum`` or ``mean`` can differ in
+the last bit between two runs over the same data, a rescored total can move, and a p-value
+can flip the third decimal. Each aggregation of floats here adds its terms in ascending
+order (a canonical order, the multiset's); a share of booleans counts them, which is exact
+in any order. So scores, ``compare``, ``history`` and the lake's ``version_regressions``
+table give the same bits on every run, with any number of threads. The formulas are
+unchanged.
+
+Two forms: aggregations of a group's values (``total``, ``mean``, ``std``, ``share``, for a
+``group_by``'s ``agg``), and sums of list columns (``list_sum``; ``with_list_sums`` for whole
+columns of short lists, such as a run's components, cheaply).
+"""
 
 from __future__ import annotations
 
@@ -11,20 +25,46 @@ _SORT_FOUR = ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2))
 _NETWORK_WIDTH = 4
 
 
-def repeatable_sum(values: pl.Expr) -> pl.Expr:
-    """Σ of a list's values (nulls skipped), added in ascending order.
-
-    Float addition is not associative, and neither a hash join's output order nor a
-    streaming group_by's arrival order is fixed: a plain ``sum`` can differ in the last
-    bit between two runs of the same plan. Adding the few terms of each run in ascending
-    order makes a rescoring bit-for-bit repeatable. ``with_repeatable_sums`` computes the
-    same floats for whole columns, cheaply.
-    """
+def list_sum(values: pl.Expr) -> pl.Expr:
+    """Σ of a list's values (nulls skipped), added in ascending order. ``with_list_sums``
+    computes the same floats for whole columns, cheaply."""
     return values.list.sort().list.sum()
 
 
-def with_repeatable_sums(frame: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
-    """Each list column of ``columns`` replaced by its ``repeatable_sum``, bit for bit.
+def _sorted(column: str | pl.Expr) -> pl.Expr:
+    expr = pl.col(column) if isinstance(column, str) else column
+    # A plain ``sort().sum()`` is not enough: the optimizer drops a sort before an
+    # order-blind aggregation. A sorted list is summed in its order.
+    return expr.cast(pl.Float64).implode().list.sort()
+
+
+def total(column: str | pl.Expr) -> pl.Expr:
+    """Σ of the group's values (nulls skipped), added in ascending order."""
+    return _sorted(column).list.sum()
+
+
+def mean(column: str | pl.Expr) -> pl.Expr:
+    """The group's mean (nulls skipped), its sum taken in ascending order."""
+    return _sorted(column).list.mean()
+
+
+def std(column: str | pl.Expr, ddof: int = 1) -> pl.Expr:
+    """The group's standard deviation (nulls skipped), over its values in ascending order."""
+    return _sorted(column).list.std(ddof=ddof)
+
+
+def share(column: str | pl.Expr) -> pl.Expr:
+    """The share of true values among the group's booleans (nulls skipped; null when there
+    are none): ``mean`` of them as 0.0 and 1.0, bit for bit, without sorting. A count of
+    trues is an integer whatever order they arrive in, and so is the count it is divided by,
+    so the one division gives the same float as the sorted sum over the length."""
+    expr = pl.col(column) if isinstance(column, str) else column
+    counted = expr.count()
+    return pl.when(counted > 0).then(expr.sum().cast(pl.Float64) / counted.cast(pl.Float64))
+
+
+def with_list_sums(frame: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
+    """Each list column of ``columns`` replaced by its ``list_sum``, bit for bit.
 
     Sorting 200k short lists one by one costs more than everything else in the totals,
     so only the lists that need it are sorted:
@@ -85,7 +125,7 @@ def with_repeatable_sums(frame: pl.LazyFrame, columns: Sequence[str]) -> pl.Lazy
             .then(values.list.sum())
             .when(networked)
             .then(((first + second) + third) + last)
-            .otherwise(repeatable_sum(pl.when(~any_order & ~networked).then(values)))
+            .otherwise(list_sum(pl.when(~any_order & ~networked).then(values)))
             .alias(column)
         )
         flags += [f"_{column}_any_order", f"_{column}_networked"]
