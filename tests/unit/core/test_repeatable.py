@@ -128,3 +128,43 @@ def test_share_is_the_sorted_mean_bit_for_bit_in_any_row_order(
     )
     assert share["g"].to_list() == mean["g"].to_list()
     assert [_bits(v) for v in share["passed"]] == [_bits(v) for v in mean["passed"]]
+
+
+def test_list_means_by_hand() -> None:
+    frame = pl.LazyFrame(
+        {"x": [[0.5, 0.25, None], [1e16, 1.0, -1e16], [None], [0.1, 0.2, 0.3, 0.4]]},
+        schema={"x": pl.List(pl.Float64)},
+    )
+    counted = frame.with_columns(n=pl.col("x").list.drop_nulls().list.len())
+    means = repeatable.with_list_means(counted, {"x": "n"}).collect()
+    assert means.columns == ["x"]
+    # (0.25 + 0.5) / 2; ascending (-1e16 + 1) + 1e16 = 0.0 (the 1 is lost), over 3; no value:
+    # null; ascending 0.1 + 0.2 = 0.30000000000000004, + 0.3 = 0.6000000000000001, + 0.4 = 1.0,
+    # over 4 (descending, 0.4 + 0.3 + 0.2 + 0.1 = 0.9999999999999999).
+    assert means["x"].to_list() == [0.375, 0.0, None, 0.25]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(min_value=0, max_value=8), float_terms), max_size=60),
+    st.randoms(use_true_random=False),
+)
+def test_list_means_equal_the_sorted_mean_in_any_row_order(
+    rows: list[tuple[int, float | None]], random: object
+) -> None:
+    shuffled = list(rows)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    schema = {"g": pl.Int64, "x": pl.Float64}
+    mean = pl.DataFrame(rows, schema=schema, orient="row").group_by("g").agg(repeatable.mean("x"))
+    listed = (
+        pl.DataFrame(shuffled, schema=schema, orient="row")
+        .lazy()
+        .group_by("g")
+        .agg(pl.col("x").implode(), n=pl.col("x").count())
+        .pipe(repeatable.with_list_means, {"x": "n"})
+        .collect()
+    )
+    want, got = mean.sort("g"), listed.sort("g")
+    assert got["g"].to_list() == want["g"].to_list()
+    for value, expected in zip(got["x"].to_list(), want["x"].to_list(), strict=True):
+        assert _same_sum(value, expected), (value, expected)
