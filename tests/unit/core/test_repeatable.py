@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 import polars as pl
 from hypothesis import given, settings
@@ -100,34 +101,28 @@ def test_share_counts_trues_over_the_values_given() -> None:
     assert _bits(shares[0]) == _bits(0.6666666666666666)
 
 
+@st.composite
+def grouped_rows(
+    draw: st.DrawFn, values: st.SearchStrategy[Any]
+) -> tuple[list[tuple[int, Any]], list[tuple[int, Any]]]:
+    """Rows (group, value), and the same rows in another order."""
+    rows = draw(st.lists(st.tuples(st.integers(min_value=0, max_value=8), values), max_size=60))
+    return rows, draw(st.permutations(rows))
+
+
+def _grouped(rows: list[tuple[int, Any]], dtype: pl.DataType) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"g": pl.Int64, "x": dtype}, orient="row")
+
+
 @settings(max_examples=examples(200), deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(min_value=0, max_value=6), st.one_of(st.booleans(), st.none())),
-        max_size=60,
-    ),
-    st.randoms(use_true_random=False),
-)
+@given(grouped_rows(st.one_of(st.booleans(), st.none())))
 def test_share_is_the_sorted_mean_bit_for_bit_in_any_row_order(
-    rows: list[tuple[int, bool | None]], random: object
+    rows: tuple[list[tuple[int, bool | None]], list[tuple[int, bool | None]]],
 ) -> None:
-    shuffled = list(rows)
-    random.shuffle(shuffled)  # type: ignore[attr-defined]
-    schema = {"g": pl.Int64, "passed": pl.Boolean}
-    mean = (
-        pl.DataFrame(rows, schema=schema, orient="row")
-        .group_by("g")
-        .agg(repeatable.mean("passed"))
-        .sort("g")
-    )
-    share = (
-        pl.DataFrame(shuffled, schema=schema, orient="row")
-        .group_by("g")
-        .agg(repeatable.share("passed"))
-        .sort("g")
-    )
+    mean = _grouped(rows[0], pl.Boolean()).group_by("g").agg(repeatable.mean("x")).sort("g")
+    share = _grouped(rows[1], pl.Boolean()).group_by("g").agg(repeatable.share("x")).sort("g")
     assert share["g"].to_list() == mean["g"].to_list()
-    assert [_bits(v) for v in share["passed"]] == [_bits(v) for v in mean["passed"]]
+    assert [_bits(v) for v in share["x"]] == [_bits(v) for v in mean["x"]]
 
 
 def test_list_means_by_hand() -> None:
@@ -145,26 +140,20 @@ def test_list_means_by_hand() -> None:
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(min_value=0, max_value=8), float_terms), max_size=60),
-    st.randoms(use_true_random=False),
-)
+@given(grouped_rows(float_terms))
 def test_list_means_equal_the_sorted_mean_in_any_row_order(
-    rows: list[tuple[int, float | None]], random: object
+    rows: tuple[list[tuple[int, float | None]], list[tuple[int, float | None]]],
 ) -> None:
-    shuffled = list(rows)
-    random.shuffle(shuffled)  # type: ignore[attr-defined]
-    schema = {"g": pl.Int64, "x": pl.Float64}
-    mean = pl.DataFrame(rows, schema=schema, orient="row").group_by("g").agg(repeatable.mean("x"))
-    listed = (
-        pl.DataFrame(shuffled, schema=schema, orient="row")
+    want = _grouped(rows[0], pl.Float64()).group_by("g").agg(repeatable.mean("x")).sort("g")
+    got = (
+        _grouped(rows[1], pl.Float64())
         .lazy()
         .group_by("g")
         .agg(pl.col("x").implode(), n=pl.col("x").count())
         .pipe(repeatable.with_list_means, {"x": "n"})
+        .sort("g")
         .collect()
     )
-    want, got = mean.sort("g"), listed.sort("g")
     assert got["g"].to_list() == want["g"].to_list()
     for value, expected in zip(got["x"].to_list(), want["x"].to_list(), strict=True):
         assert _same_sum(value, expected), (value, expected)
