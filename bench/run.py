@@ -98,19 +98,6 @@ def run_stage(stage: str, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def time_startup(args: tuple[str, ...], repeats: int = STARTUP_REPEATS) -> dict[str, Any]:
-    """The median wall time of ``python ARGS`` in a fresh interpreter, from the bench."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, check=True
-        )
-        times.append(time.perf_counter() - started)
-    return {"seconds": statistics.median(times), "all_seconds": times, "peak_rss": 0}
-
-
 # Whole commands are timed a few times, alternating with their peer: a second or two each.
 COMMAND_REPEATS = 3
 
@@ -155,6 +142,22 @@ def changed_rubric(base: Path, out: Path) -> Path:
     halved = float(found.group(2)) / 2
     out.write_text(PENALTY_SCALE_LINE.sub(lambda m: f"{m.group(1)}{halved!r}", text, count=1))
     return out
+
+
+def score_commands(
+    lake: Path, landed: Path, peer_out: Path, rubric: Path | None, suffix: str
+) -> dict[str, tuple[str, ...]]:
+    """``pipeline score`` over ``lake`` and the Polars peer over ``landed``'s tables, both
+    under ``rubric`` (None: the lake's), named ``score_<suffix>`` and
+    ``polars_peer_<suffix>``."""
+    chosen = ("--rubric", str(rubric)) if rubric else ()
+    return {
+        f"score_{suffix}": ("-m", "pipeline", "score", "--lake", str(lake), *chosen),
+        f"polars_peer_{suffix}": (
+            *("-m", "bench.peers.polars_rescore", str(landed), str(peer_out)),
+            *chosen,
+        ),
+    }
 
 
 def fresh_copy(source: Path, target: Path) -> Callable[[], None]:
@@ -550,53 +553,29 @@ def main(argv: list[str] | None = None) -> int:
                 f"peak {results[stage]['peak_rss'] / GIB:.2f} GiB[/]",
                 highlight=False,
             )
-        console.print("[dim]bench: start-up times ...[/]", highlight=False)
         if args.engine == "local":
             console.print("[dim]bench: score and its peer as commands ...[/]", highlight=False)
-            rubric = ("--rubric", common["rubric"]) if "rubric" in common else ()
+            rubric = Path(common["rubric"]) if "rubric" in common else None
             results |= time_alternating(
-                {
-                    "score_command": ("-m", "pipeline", "score", "--lake", str(lake), *rubric),
-                    "polars_peer_command": (
-                        "-m",
-                        "bench.peers.polars_rescore",
-                        str(lake),
-                        str(workdir / "peers" / "polars"),
-                        *rubric,
-                    ),
-                }
+                score_commands(lake, lake, workdir / "peers" / "polars", rubric, "command")
             )
             console.print("[dim]bench: score under a changed rubric ...[/]", highlight=False)
-            base = Path(common.get("rubric", REPO_ROOT / "rubrics" / "default.toml"))
-            changed = str(changed_rubric(base, workdir / "changed.toml"))
+            base = rubric or REPO_ROOT / "rubrics" / "default.toml"
+            changed = changed_rubric(base, workdir / "changed.toml")
             copy = workdir / "lake-rubric-change"
             results |= time_alternating(
-                {
-                    "score_rubric_change": (
-                        "-m",
-                        "pipeline",
-                        "score",
-                        "--lake",
-                        str(copy),
-                        "--rubric",
-                        changed,
-                    ),
-                    "polars_peer_rubric_change": (
-                        "-m",
-                        "bench.peers.polars_rescore",
-                        str(lake),
-                        str(workdir / "peers" / "polars-changed"),
-                        "--rubric",
-                        changed,
-                    ),
-                },
+                score_commands(
+                    copy, lake, workdir / "peers" / "polars-changed", changed, "rubric_change"
+                ),
                 # A lake of copies (10M runs) is copied once: each copy is gigabytes.
                 repeats=1 if args.replicate > 1 else COMMAND_REPEATS,
                 prepare={"score_rubric_change": fresh_copy(lake, copy)},
             )
             shutil.rmtree(copy, ignore_errors=True)
-        results["help"] = time_startup(HELP_COMMAND)
-        results["import"] = time_startup(IMPORT_COMMAND)
+        console.print("[dim]bench: start-up times ...[/]", highlight=False)
+        results |= time_alternating(
+            {"help": HELP_COMMAND, "import": IMPORT_COMMAND}, repeats=STARTUP_REPEATS
+        )
         results["rescore"]["engine"] = args.engine
         size = int(results["generate"]["bytes"])
         meta = {

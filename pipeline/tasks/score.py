@@ -10,9 +10,9 @@ The plan is joins and group_by aggregations only (no window functions, no
 of millions of component rows; the engines score one bounded part at a time with the
 in-memory engine, which costs less CPU (``engines/stage.py``). Rows are keyed by
 integers standing for run_id and (run_id, component) (``keys``), and every sum adds
-its terms in a fixed order (``sums``), so both engines give the same bits on every
-run. Outputs are sorted by their keys so that rescoring the same input under the
-same rubric gives identical files.
+its terms in a fixed order (``pipeline.core.repeatable``), so both engines give the
+same bits on every run. Outputs are sorted by their keys so that rescoring the same
+input under the same rubric gives identical files.
 
 The plan, in reading order: ``keys`` (the input columns, the rubric as frames, each
 run's context) -> ``components`` (every component rescored, the gates,

@@ -64,7 +64,7 @@ from pipeline.warehouse.file import (
     read_if_usable,
     warehouse_path,
 )
-from pipeline.warehouse.loads import load_all, plan
+from pipeline.warehouse.loads import load_all, load_failed, plan
 from pipeline.warehouse.models import (
     IDENTIFIER,
     STAGE_PREFIX,
@@ -352,7 +352,7 @@ def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None
             elif dropped:
                 con.execute(stage_sql("stage_delete", table), [dropped])
         except duckdb.Error as exc:
-            raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
+            raise load_failed(table, exc) from exc
         if loaded:
             loads[table] = [(str(lake / relative), size) for relative, size in loaded]
     workers = current_settings().duckdb_threads

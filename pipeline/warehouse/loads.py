@@ -70,6 +70,11 @@ def plan(tables: Mapping[str, Sequence[tuple[str, int]]], workers: int) -> list[
     return planned
 
 
+def load_failed(table: str, exc: Exception) -> WarehouseError:
+    """The error of a table that could not be loaded (dropped, inserted or committed)."""
+    return WarehouseError(f"loading {table} into the warehouse failed: {exc}")
+
+
 def insert(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> None:
     """Rows of ``files`` into ``table``'s staging table (sql/warehouse/stage_insert.sql)."""
     import duckdb
@@ -77,34 +82,22 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> 
     try:
         con.execute(stage_sql("stage_insert", table), [list(staged_tables()[table]), list(files)])
     except duckdb.Error as exc:
-        raise WarehouseError(f"loading {table} into the warehouse failed: {exc}") from exc
-
-
-def queue(planned: list[list[Load]]) -> list[Load]:
-    """The loads in the order they start: the largest first, so that the small ones fill
-    the other threads meanwhile, and each table's in its file order."""
-    by_size = sorted((load for table in planned for load in table), key=lambda load: -load.size)
-    places: dict[str, list[int]] = {}
-    for place, load in enumerate(by_size):
-        places.setdefault(load.table, []).append(place)
-    started = list(by_size)
-    for table in planned:
-        for place, load in zip(places[table[0].table] if table else [], table, strict=True):
-            started[place] = load
-    return started
+        raise load_failed(table, exc) from exc
 
 
 def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers: int) -> None:
-    """Run every load of ``planned``, ``workers`` at a time in ``queue``'s order, each in a
-    transaction of its own, committed in its table's file order.
+    """Run every load of ``planned``, ``workers`` at a time, the largest first (so that the
+    small ones fill the other threads meanwhile), each in a transaction of its own,
+    committed in its table's file order.
 
     A load whose table's load before it has not committed yet is left open, and its thread
     moves on to the next load: the thread that commits the load before it commits it next.
     """
-    loads = queue(planned)
+    loads = sorted((load for table in planned for load in table), key=lambda load: -load.size)
     if min(workers, len(loads)) <= 1:
-        for load in loads:
-            insert(con, load.table, load.files)
+        for table in planned:
+            for load in table:
+                insert(con, load.table, load.files)
         return
 
     # A cursor's default database is the instance's own: each is pointed at the file.
@@ -123,8 +116,7 @@ def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers:
             try:
                 cursor.execute("commit")
             except duckdb.Error as exc:
-                failed = f"loading {load.table} into the warehouse failed: {exc}"
-                raise WarehouseError(failed) from exc
+                raise load_failed(load.table, exc) from exc
             finally:
                 cursor.close()
             with lock:

@@ -269,3 +269,32 @@ def test_a_replicated_lake_holds_every_copy_as_a_whole_part(tmp_path: Path) -> N
     # Every twin passes its manifest check, so a full rescore scores every copy.
     assert jobs.score(lake, rubric).task_runs == runs * copies
     assert check_lake(lake).violations == []
+
+
+def test_score_commands_pair_the_pipeline_and_the_peer_under_one_rubric(tmp_path: Path) -> None:
+    from bench.run import score_commands
+
+    lake, copy, out, rubric = (tmp_path / n for n in ("lake", "copy", "out", "r.toml"))
+    assert score_commands(copy, lake, out, rubric, "rubric_change") == {
+        "score_rubric_change": (
+            "-m",
+            "pipeline",
+            "score",
+            "--lake",
+            str(copy),
+            "--rubric",
+            str(rubric),
+        ),
+        "polars_peer_rubric_change": (
+            "-m",
+            "bench.peers.polars_rescore",
+            str(lake),
+            str(out),
+            "--rubric",
+            str(rubric),
+        ),
+    }
+    # Without a rubric both use the lake's own.
+    plain = score_commands(lake, lake, out, None, "command")
+    assert plain["score_command"][-2:] == ("--lake", str(lake))
+    assert plain["polars_peer_command"][-2:] == (str(lake), str(out))
