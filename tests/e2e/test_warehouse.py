@@ -90,6 +90,7 @@ def test_wilson_macro_matches_hand_arithmetic(tmp_path: Path) -> None:
 TASK_VIEWS = (
     "task_runs",
     "task_components",
+    "task_penalties",
     "run_metadata",
     "by_agent",
     "by_defect",
@@ -143,6 +144,20 @@ def test_by_agent_and_failure_reasons_by_hand(tmp_path: Path) -> None:
     assert reasons == [("c", "frame mismatch", '{"reason":"frame mismatch"}')]
     errored = con.execute("select status, score from task_runs where run_id = 'd'").fetchone()
     assert errored == ("grader_error", None)
+
+
+def test_task_penalties_shows_each_penalty_a_record_names(tmp_path: Path) -> None:
+    penalized = json.loads(grade("c", "1", "p3", 1.0, 1.0))
+    penalized["grade"]["penalties"] = {"timeout": 0.25, "retries": 0.125}
+    source = tmp_path / "a.jsonl"
+    source.write_text(grade("a", "1", "p1", 1.0, 1.0) + "\n" + json.dumps(penalized) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    con = con_of(tmp_path / "lake")
+    penalties = con.execute("select * from task_penalties order by penalty").fetchall()
+    assert penalties == [("c", "retries", 0.125), ("c", "timeout", 0.25)]
+    # 0.6 + 0.2 = 0.8 weighted, less (0.25 + 0.125) x penalty_scale 1.0 = 0.425.
+    total = con.execute("select penalty_total, score from task_runs where run_id = 'c'").fetchone()
+    assert total == (pytest.approx(0.375), pytest.approx(0.425))
 
 
 # The storage versions DuckDB 1.5 (the `duckdb-cli` pip installs) reads, from its own refusal:
@@ -740,7 +755,7 @@ def test_a_cut_load_that_fails_leaves_the_warehouse_as_it_was(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("table", ["task_runs", "task_components"])
+@pytest.mark.parametrize("table", ["task_runs", "run_metadata"])
 def test_a_load_that_fails_beside_others_leaves_the_warehouse_as_it_was(
     sample_lake_copy: Path, table: str
 ) -> None:

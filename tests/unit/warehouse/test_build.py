@@ -13,6 +13,7 @@ import pytest
 from pipeline.core.settings import current_settings, use_settings
 from pipeline.warehouse import STAGE_PREFIX, build_warehouse, models, staged_tables, warehouse_path
 from pipeline.warehouse import build as build_module
+from pipeline.warehouse.models import lake_tables
 
 
 def _catalog(lake: Path) -> dict[str, Any]:
@@ -70,3 +71,14 @@ def test_a_build_runs_within_the_settings_memory_and_threads(
         build_warehouse(tmp_path, "r-1")
     # DuckDB shows the limit in its own units: 3 GiB is 3.0 GiB.
     assert seen == [("3.0 GiB", "1")]
+
+
+def test_the_warehouse_holds_the_lake_tables_its_views_read_and_no_other() -> None:
+    read = {relation for model in models().values() for relation in model.reads}
+    assert set(staged_tables()) == {t for t in lake_tables() if STAGE_PREFIX + t in read}
+    # The landed components stay in the lake: task_component_scores carries each of their
+    # values (stored_subscore, weight_as_graded) for the views.
+    assert "task_components" not in staged_tables()
+    assert {"task_runs", "task_penalties", "run_metadata", "task_component_scores"} <= set(
+        staged_tables()
+    )
