@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.settings import QUERY_SECONDS_ENV, Settings, current_settings
-from pipeline.warehouse.file import WarehouseError, warehouse_path
+from pipeline.warehouse.file import WarehouseError, meta_value, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.
@@ -178,6 +178,10 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
         raise QueryTimeout(
             f"the query ran past the time limit of {seconds} s ({QUERY_SECONDS_ENV})"
         ) from exc
+    except duckdb.CatalogException as exc:
+        if _built_by_another_version(con):
+            raise StaleWarehouse(f"{exc}\n{STALE_HINT.format(lake=lake)}") from exc
+        raise
     finally:
         timer.cancel()
         con.close()
@@ -185,6 +189,27 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
 
 class QueryTimeout(duckdb.Error):
     """A query interrupted at the time limit."""
+
+
+class StaleWarehouse(duckdb.Error):
+    """A view or column the query names is missing from a warehouse another version built."""
+
+
+# After an upgrade the warehouse keeps the views it was built with until a command that
+# writes builds it again (its fingerprint differs: build.py's fingerprint).
+STALE_HINT = (
+    "The warehouse was built by another version of the pipeline, whose views differ from this "
+    "one's: `python -m pipeline score --lake {lake}` (or any command that writes) builds it again."
+)
+
+
+def _built_by_another_version(con: duckdb.DuckDBPyConnection) -> bool:
+    from pipeline.warehouse.build import fingerprint
+
+    try:
+        return meta_value(con, "fingerprint") != fingerprint()
+    except duckdb.Error:
+        return False  # no record of its build: nothing better to say than DuckDB's error
 
 
 def flat(frame: pl.DataFrame) -> pl.DataFrame:

@@ -368,3 +368,26 @@ def test_no_arguments_prints_the_help_and_nothing_on_stderr() -> None:
     result = runner.invoke(app, [], env={"COLUMNS": "80"})
     assert "Usage:" in result.stdout and "query" in result.stdout
     assert result.stderr == ""
+
+
+def test_a_view_missing_from_a_warehouse_another_version_built_says_how_to_rebuild(
+    sample_lake_copy: Path,
+) -> None:
+    lake = sample_lake_copy
+    # The same name a missing view gets, from the version that built the file and from another.
+    missing = "select * from a_view_of_another_version"
+    with pytest.raises(QueryError) as same:
+        list(run_query(lake, missing))
+    assert "another version" not in str(same.value)
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        con.execute("update _meta set value = 'an older build' where key = 'fingerprint'")
+    with pytest.raises(QueryError, match=r"a_view_of_another_version") as other:
+        list(run_query(lake, missing))
+    assert "The warehouse was built by another version of the pipeline" in str(other.value)
+    assert f"pipeline score --lake {lake}" in str(other.value)
+    code, _, err = invoke(lake, missing)
+    assert code == 1
+    assert "pipeline score --lake" in err
+    # What it says to run builds the views of this version again.
+    assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
+    assert next(run_query(lake, "select count(*) from task_penalties")).frame.height == 1
