@@ -11,8 +11,8 @@ no run half-applied) and returns every violation as data, one line each:
   holds the same content under that id;
 - scores: every landed run has a score under the current rubric, and no score
   belongs to a run that is not landed;
-- warehouse: the file opens, was built under the current rubric, and every
-  view answers.
+- warehouse: the file opens, was built under the current rubric by this version of
+  the pipeline (its views and tables), and every view answers.
 """
 
 from __future__ import annotations
@@ -163,6 +163,7 @@ def check_warehouse(lake: Path) -> list[str]:
     from pipeline.core.sql import sql_text
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
+    from pipeline.warehouse.build import OTHER_VERSION, built_by_another_version
     from pipeline.warehouse.file import meta_value, read_if_usable
 
     path = warehouse_path(lake)
@@ -180,6 +181,8 @@ def check_warehouse(lake: Path) -> list[str]:
             found.append(
                 f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
             )
+        if built_by_another_version(con):
+            found.append(OTHER_VERSION.format(lake=lake))
         listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()
         names = [name for (name,) in listed]
         counts = [f'select count(*) from "{name}"' for name in names]  # noqa: S608 (catalog names)

@@ -121,6 +121,19 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
+# A file another version built keeps its views until a command that writes builds it again
+# (its fingerprint differs); `query` and `check` say so with this.
+OTHER_VERSION = (
+    "the warehouse was built by another version of the pipeline, whose views differ from this "
+    "one's: `python -m pipeline score --lake {lake}` (or any command that writes) builds it again"
+)
+
+
+def built_by_another_version(con: duckdb.DuckDBPyConnection) -> bool:
+    """The open file's build record names another fingerprint than this code's."""
+    return meta_value(con, "fingerprint") != fingerprint()
+
+
 def check_lake_path(lake: Path) -> str:
     root = str(lake.resolve())
     if GLOB_CHARACTERS & set(root) or "\x00" in root:

@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.settings import QUERY_SECONDS_ENV, Settings, current_settings
-from pipeline.warehouse.file import WarehouseError, meta_value, warehouse_path
+from pipeline.warehouse.file import WarehouseError, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.
@@ -180,7 +180,9 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
         ) from exc
     except duckdb.CatalogException as exc:
         if _built_by_another_version(con):
-            raise StaleWarehouse(f"{exc}\n{STALE_HINT.format(lake=lake)}") from exc
+            from pipeline.warehouse.build import OTHER_VERSION
+
+            raise StaleWarehouse(f"{exc}\n({OTHER_VERSION.format(lake=lake)})") from exc
         raise
     finally:
         timer.cancel()
@@ -195,19 +197,11 @@ class StaleWarehouse(duckdb.Error):
     """A view or column the query names is missing from a warehouse another version built."""
 
 
-# After an upgrade the warehouse keeps the views it was built with until a command that
-# writes builds it again (its fingerprint differs: build.py's fingerprint).
-STALE_HINT = (
-    "The warehouse was built by another version of the pipeline, whose views differ from this "
-    "one's: `python -m pipeline score --lake {lake}` (or any command that writes) builds it again."
-)
-
-
 def _built_by_another_version(con: duckdb.DuckDBPyConnection) -> bool:
-    from pipeline.warehouse.build import fingerprint
+    from pipeline.warehouse.build import built_by_another_version
 
     try:
-        return meta_value(con, "fingerprint") != fingerprint()
+        return built_by_another_version(con)
     except duckdb.Error:
         return False  # no record of its build: nothing better to say than DuckDB's error
 

@@ -91,6 +91,24 @@ def test_a_removed_warehouse_and_a_tampered_rubric_are_named(lake: Path) -> None
     assert any("is not its content's" in v for v in found), found
 
 
+def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
+    lake: Path,
+) -> None:
+    import duckdb
+
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        con.execute("update _meta set value = 'an older build' where key = 'fingerprint'")
+    code, found = violations(lake)
+    assert code == 1
+    assert found == [
+        "warehouse: the warehouse was built by another version of the pipeline, whose views "
+        f"differ from this one's: `python -m pipeline score --lake {lake}` (or any command "
+        "that writes) builds it again"
+    ]
+    assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
+    assert violations(lake) == (0, [])
+
+
 @pytest.mark.slow
 def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
     """A landed run's line also sitting in the quarantine breaks 'one state per line'."""

@@ -383,7 +383,7 @@ def test_a_view_missing_from_a_warehouse_another_version_built_says_how_to_rebui
         con.execute("update _meta set value = 'an older build' where key = 'fingerprint'")
     with pytest.raises(QueryError, match=r"a_view_of_another_version") as other:
         list(run_query(lake, missing))
-    assert "The warehouse was built by another version of the pipeline" in str(other.value)
+    assert "the warehouse was built by another version of the pipeline" in str(other.value)
     assert f"pipeline score --lake {lake}" in str(other.value)
     code, _, err = invoke(lake, missing)
     assert code == 1
