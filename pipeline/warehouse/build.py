@@ -131,7 +131,8 @@ OTHER_VERSION = (
 
 def built_by_another_version(con: duckdb.DuckDBPyConnection) -> bool:
     """The open file's build record names another fingerprint than this code's."""
-    return meta_value(con, "fingerprint") != fingerprint()
+    recorded = meta_value(con, "fingerprint")
+    return recorded is not None and recorded != fingerprint()
 
 
 def check_lake_path(lake: Path) -> str:

@@ -167,7 +167,26 @@ def reading(lake: Path) -> Iterator[duckdb.DuckDBPyConnection]:
             con = stack.enter_context(opened(path))
         except duckdb.Error as exc:
             raise _unreadable(path, exc) from exc
-        yield con
+        try:
+            yield con
+        except duckdb.CatalogException as exc:
+            stale = stale_reason(con, lake)
+            if stale is None:
+                raise
+            raise WarehouseError(f"{exc} ({stale})") from exc
+
+
+def stale_reason(con: duckdb.DuckDBPyConnection, lake: Path) -> str | None:
+    """Why a view or column a reader names may be missing from the open file: another version
+    of the pipeline built it (what builds it again), or None."""
+    import duckdb
+
+    from pipeline.warehouse.build import OTHER_VERSION, built_by_another_version
+
+    try:
+        return OTHER_VERSION.format(lake=lake) if built_by_another_version(con) else None
+    except duckdb.Error:
+        return None  # no record of its build: nothing better to say than DuckDB's error
 
 
 def read_if_usable(path: Path, read: Callable[[duckdb.DuckDBPyConnection], T]) -> T | None:

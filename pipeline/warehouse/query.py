@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.settings import QUERY_SECONDS_ENV, Settings, current_settings
-from pipeline.warehouse.file import WarehouseError, warehouse_path
+from pipeline.warehouse.file import WarehouseError, stale_reason, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.
@@ -179,11 +179,10 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
             f"the query ran past the time limit of {seconds} s ({QUERY_SECONDS_ENV})"
         ) from exc
     except duckdb.CatalogException as exc:
-        if _built_by_another_version(con):
-            from pipeline.warehouse.build import OTHER_VERSION
-
-            raise StaleWarehouse(f"{exc}\n({OTHER_VERSION.format(lake=lake)})") from exc
-        raise
+        stale = stale_reason(con, lake)
+        if stale is None:
+            raise
+        raise StaleWarehouse(f"{exc}\n({stale})") from exc
     finally:
         timer.cancel()
         con.close()
@@ -195,15 +194,6 @@ class QueryTimeout(duckdb.Error):
 
 class StaleWarehouse(duckdb.Error):
     """A view or column the query names is missing from a warehouse another version built."""
-
-
-def _built_by_another_version(con: duckdb.DuckDBPyConnection) -> bool:
-    from pipeline.warehouse.build import built_by_another_version
-
-    try:
-        return built_by_another_version(con)
-    except duckdb.Error:
-        return False  # no record of its build: nothing better to say than DuckDB's error
 
 
 def flat(frame: pl.DataFrame) -> pl.DataFrame:

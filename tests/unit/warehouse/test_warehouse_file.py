@@ -129,3 +129,22 @@ def test_an_attached_file_spills_beside_itself(tmp_path: Path) -> None:
     with reading(lake) as con:
         ((spill,),) = con.execute("select current_setting('temp_directory')").fetchall()
     assert spill == f"{warehouse_path(lake).resolve()}.tmp"
+
+
+def test_a_reader_naming_what_another_versions_file_lacks_is_told_what_builds_it_again(
+    tmp_path: Path,
+) -> None:
+    from pipeline.warehouse.build import fingerprint
+
+    ours = _with_meta(tmp_path / "ours", fingerprint=fingerprint())
+    with pytest.raises(duckdb.CatalogException), reading(ours) as con:
+        con.execute("select * from a_newer_view")
+    older = _with_meta(tmp_path / "older", fingerprint="an older build")
+    with pytest.raises(WarehouseError) as told, reading(older) as con:
+        con.execute("select * from a_newer_view")
+    assert "a_newer_view" in str(told.value)
+    assert f"pipeline score --lake {older}` (or any command that writes)" in str(told.value)
+    # Without a build record there is nothing to add to DuckDB's error.
+    bare = _with_meta(tmp_path / "bare")
+    with pytest.raises(duckdb.CatalogException), reading(bare) as con:
+        con.execute("select * from a_newer_view")
