@@ -122,7 +122,8 @@ def fingerprint() -> str:
 
 
 # A file another version built keeps its views until a command that writes builds it again
-# (its fingerprint differs); `query` and `check` say so with this.
+# (its fingerprint differs); `check`, `query` and the pipeline's own reads
+# (file.stale_reason) say so with this.
 OTHER_VERSION = (
     "the warehouse was built by another version of the pipeline, whose views differ from this "
     "one's: `python -m pipeline score --lake {lake}` (or any command that writes) builds it again"

@@ -177,8 +177,8 @@ def reading(lake: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def stale_reason(con: duckdb.DuckDBPyConnection, lake: Path) -> str | None:
-    """Why a view or column a reader names may be missing from the open file: another version
-    of the pipeline built it (what builds it again), or None."""
+    """Why a view or column a reader names can be missing from the open file, when another
+    version of the pipeline built it (with the command that builds it again); else None."""
     import duckdb
 
     from pipeline.warehouse.build import OTHER_VERSION, built_by_another_version
