@@ -91,6 +91,7 @@ def test_a_removed_warehouse_and_a_tampered_rubric_are_named(lake: Path) -> None
     assert any("is not its content's" in v for v in found), found
 
 
+@pytest.mark.slow
 def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
     lake: Path,
 ) -> None:

@@ -370,6 +370,7 @@ def test_no_arguments_prints_the_help_and_nothing_on_stderr() -> None:
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_view_missing_from_a_warehouse_another_version_built_says_how_to_rebuild(
     sample_lake_copy: Path,
 ) -> None:
