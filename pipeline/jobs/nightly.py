@@ -27,7 +27,7 @@ from pipeline.sources.discover import scan_inputs
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
-from pipeline.warehouse import build_warehouse, built_rubric_id
+from pipeline.warehouse import build_warehouse
 
 LEDGER = "ledger"
 HASH_BLOCK_BYTES = 1 << 20
@@ -112,10 +112,11 @@ def nightly(
         pending = pending_parts(LakeStore(lake), rubric)
         if not new and not rubric_changed and not pending:
             summary.nothing_to_do = True
-            # A run killed after scoring but before the views leaves a stale file.
-            if built_rubric_id(lake) != rubric.rubric_id:
-                with timed(seconds, "warehouse"):
-                    build_warehouse(lake, rubric.rubric_id)
+            # The file can still be stale: a run killed after scoring but before the views,
+            # or a file another version of the pipeline built. A build that finds nothing
+            # to change reads its own record and writes nothing.
+            with timed(seconds, "warehouse"):
+                build_warehouse(lake, rubric.rubric_id)
         else:
             if new:
                 entries = {digests[path]: _ledger_entry(path, started) for path in new}

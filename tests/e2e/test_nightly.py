@@ -84,6 +84,23 @@ def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_nightly_with_nothing_new_builds_a_warehouse_another_version_built_again(
+    tmp_path: Path,
+) -> None:
+    # After an upgrade the inbox may hold nothing new; the night still leaves a warehouse of
+    # this version's views, so its closing check holds.
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
+    nightly.nightly(inbox, lake, DEFAULT)
+    before = warehouse_state(lake)
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        con.execute("update _meta set value = 'an older build' where key = 'fingerprint'")
+    again = nightly.nightly(inbox, lake, DEFAULT)
+    assert again.nothing_to_do
+    assert again.check_ok, again.check_violations
+    assert warehouse_state(lake) == before
+
+
+@pytest.mark.slow
 def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None:
     inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
     first = nightly.nightly(inbox, lake, DEFAULT)
