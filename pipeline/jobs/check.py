@@ -163,7 +163,7 @@ def check_warehouse(lake: Path) -> list[str]:
     from pipeline.core.sql import sql_text
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
-    from pipeline.warehouse.build import OTHER_VERSION, built_by_another_version
+    from pipeline.warehouse.build import OTHER_VERSION, built_by_this_version
     from pipeline.warehouse.file import meta_value, read_if_usable
 
     path = warehouse_path(lake)
@@ -181,7 +181,7 @@ def check_warehouse(lake: Path) -> list[str]:
             found.append(
                 f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
             )
-        if built_by_another_version(con):
+        if built_by_this_version(con) is False:
             found.append(OTHER_VERSION.format(lake=lake))
         listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()
         names = [name for (name,) in listed]

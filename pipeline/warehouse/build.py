@@ -130,10 +130,11 @@ OTHER_VERSION = (
 )
 
 
-def built_by_another_version(con: duckdb.DuckDBPyConnection) -> bool:
-    """The open file's build record names another fingerprint than this code's."""
+def built_by_this_version(con: duckdb.DuckDBPyConnection) -> bool | None:
+    """Whether the open file's build record names this code's fingerprint; None when it
+    records none (a file whose build never finished)."""
     recorded = meta_value(con, "fingerprint")
-    return recorded is not None and recorded != fingerprint()
+    return None if recorded is None else recorded == fingerprint()
 
 
 def check_lake_path(lake: Path) -> str:
@@ -307,7 +308,7 @@ def _read_held(path: Path) -> Held | None:
     fingerprint); else None: build from nothing. One opening of the file reads both."""
 
     def read(con: duckdb.DuckDBPyConnection) -> Held | None:
-        if meta_value(con, "fingerprint") != fingerprint():
+        if not built_by_this_version(con):
             return None
         # Through the Arrow stream, not .pl(): that imports pyarrow (with numpy), ~0.06 s
         # of a command that has no other use for it.
