@@ -54,7 +54,7 @@ def staged_tables() -> dict[str, pl.Schema]:
     derived from the views' SQL. A lake table no view reads stays in the lake alone: the
     landed task_components, whose every value task_component_scores carries (its rows cost
     a build from nothing about 7% of its CPU)."""
-    read = {relation for model in models().values() for relation in model.reads}
+    read = {relation for model in project_models().values() for relation in model.reads}
     return {name: schema for name, schema in lake_tables().items() if STAGE_PREFIX + name in read}
 
 
@@ -119,6 +119,13 @@ def models(paths: Iterable[Path] | None = None) -> dict[str, Model]:
     return {path.stem: _model(path, known) for path in found}
 
 
+@cache
+def project_models() -> dict[str, Model]:
+    """The project's views (``models()`` of sql/), read once a process: the fingerprint and
+    the staged tables both derive from them, and their files do not change while it runs."""
+    return models()
+
+
 def view_order(found: dict[str, Model], given: Collection[str] = ()) -> list[str]:
     """View names in an order where each comes after every view it reads; ``given`` names
     relations the caller provides (left out, and their own reads not followed)."""
@@ -134,7 +141,7 @@ def view_order(found: dict[str, Model], given: Collection[str] = ()) -> list[str
 
 def view_files() -> list[Path]:
     """The macro files, then every view's file, each after the views it reads."""
-    found = models()
+    found = project_models()
     return [*macro_files(), *(found[name].path for name in view_order(found))]
 
 
@@ -163,7 +170,7 @@ def create_views(
     relations in ``given`` are the caller's (a test's frame standing in for task_runs)."""
     import duckdb
 
-    found = models()
+    found = project_models()
     chosen = set(found) if wanted is None else upstream(found, wanted, given)
     order = [name for name in view_order(found, given) if name in chosen]
     for path in [*macro_files(), *(found[name].path for name in order)]:

@@ -3,6 +3,7 @@ made once per process, and holds every view and staging table the code defines."
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -82,3 +83,22 @@ def test_the_warehouse_holds_the_lake_tables_its_views_read_and_no_other() -> No
     assert {"task_runs", "task_penalties", "run_metadata", "task_component_scores"} <= set(
         staged_tables()
     )
+
+
+def test_the_projects_views_are_parsed_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    models_module = importlib.import_module("pipeline.warehouse.models")
+    parsed: list[None] = []
+    real = models_module.models
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        parsed.append(None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(models_module, "models", counted)
+    for cached in (models_module.project_models, staged_tables, build_module.fingerprint):
+        cached.cache_clear()
+    # What a command that finds its warehouse up to date derives from the views.
+    build_module.fingerprint()
+    staged_tables()
+    models_module.view_files()
+    assert len(parsed) == 1
