@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 import pyarrow as pa
 
-from pipeline.engines.stage import RUN_ID, SURFACES, TASKS, Family, score_tables
+from pipeline.engines.stage import RUN_ID, Family, score_tables
 from pipeline.rubric import Rubric
 from schemas import polars_schema
 from schemas.registry import LANDED, SCORED
@@ -65,14 +65,6 @@ def child_fields(family: Family, table: str) -> tuple[str, ...]:
     return tuple(c for c in family.landed[table] if c != RUN_ID)
 
 
-# What each stage reads from the lake (and so what an engine must ship to it).
-TASK_RUN_COLUMNS = TASKS.landed["task_runs"]
-TASK_COMPONENT_FIELDS = child_fields(TASKS, "task_components")
-TASK_PENALTY_FIELDS = child_fields(TASKS, "task_penalties")
-SURFACE_RUN_COLUMNS = SURFACES.landed["surface_runs"]
-SURFACE_FINDING_FIELDS = child_fields(SURFACES, "surface_findings")
-
-
 class ArrowStageError(ValueError):
     """A batch handed to a stage lacks what the stage needs."""
 
@@ -103,10 +95,6 @@ def output_schema(family: Family, carry: pl.Schema | None = None) -> pl.Schema:
     per_run, *children = family.scores
     nested = {NESTED[table]: _children_dtype(_model_schema(table)) for table in children}
     return pl.Schema({**_model_schema(per_run), **nested, **(carry or {})})
-
-
-def task_input_schema(carry: pl.Schema | None = None) -> pl.Schema:
-    return input_schema(TASKS, carry)
 
 
 def _children(frame: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -173,16 +161,6 @@ def score_batch(
     return score_frame(family, frame, rubric, carry).to_arrow(compat_level=COMPAT)
 
 
-def score_task_batch(table: pa.Table, rubric: Rubric, carry: Sequence[str] = ()) -> pa.Table:
-    """Whole runs (components and penalties nested) in; their scores (components nested) out."""
-    return score_batch(TASKS, table, rubric, carry)
-
-
-def score_surface_batch(table: pa.Table, rubric: Rubric, carry: Sequence[str] = ()) -> pa.Table:
-    """Whole reports (findings nested) in; their scores (findings and phases nested) out."""
-    return score_batch(SURFACES, table, rubric, carry)
-
-
 def _sorted_table(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     schema = _model_schema(table)
     return frame.select(list(schema)).cast(schema).sort(SORT_KEYS[table])
@@ -194,16 +172,6 @@ def unnest_scores(family: Family, frame: pl.DataFrame) -> dict[str, pl.DataFrame
     return {per_run: _sorted_table(frame, per_run)} | {
         table: _sorted_table(_children(frame, NESTED[table]), table) for table in children
     }
-
-
-def unnest_task_scores(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """A task stage's output as the lake's task_scores and task_component_scores tables."""
-    return unnest_scores(TASKS, frame)
-
-
-def unnest_surface_scores(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """A surface stage's output as surface_scores, surface_finding_scores, surface_phase_scores."""
-    return unnest_scores(SURFACES, frame)
 
 
 def empty_tables() -> dict[str, pl.DataFrame]:

@@ -217,11 +217,6 @@ def state_path(lake: Path, name: str) -> Path:
     return lake / "_state" / f"{name}.json"
 
 
-def scan_table(directory: Path, schema: pl.Schema) -> pl.LazyFrame:
-    """All Parquet files of one table, or an empty frame of its schema."""
-    return scan_files(parquet_files(directory), schema)
-
-
 def scan_file(path: Path) -> pl.LazyFrame:
     """One Parquet file, its path taken as written: no glob, no hive folders."""
     import polars as pl

@@ -342,31 +342,3 @@ def check_and_repair(
         for problem in broken.values()
     )
     return repair
-
-
-def drop_quarantine_rows(lake: Path, tx: lk.Transaction, doomed: pl.DataFrame) -> int:
-    """Remove ``doomed`` rows (file, source, line) from the landed quarantine files holding
-    them, in ``tx``: each file is rewritten without them (or deleted when nothing is left)
-    and its part's manifest follows. Returns the number of rows removed."""
-    removed = 0
-    for (file,), rows in doomed.unique().group_by("file"):
-        path = Path(str(file))
-        held = pl.read_parquet(path)
-        kept = held.join(rows.select("source", "line"), on=["source", "line"], how="anti")
-        removed += held.height - kept.height
-        owner = manifest_path(lake, path.stem)
-        document, _ = read_manifest(owner)
-        facts: dict[str, Any] = {} if document is None else document.setdefault("files", {})
-        if kept.height:
-            staged = tx.write(path, kept)
-            facts["quarantine"] = file_facts(staged)
-        else:
-            tx.delete(path)
-            facts.pop("quarantine", None)
-        if document is not None:
-            if kept.height:
-                document["tables"]["quarantine"] = kept.height
-            else:
-                document["tables"].pop("quarantine", None)
-            tx.write_json(owner, document)
-    return removed

@@ -21,7 +21,6 @@ from pipeline.tasks.fields import (
     value_paths,
 )
 from pipeline.tasks.validate import validate_task_records
-from schemas.tasks import RunMetadata, TaskComponent, TaskPenalty, TaskRun
 
 PARSE_LINES_SQL = "ingest/parse_lines.sql"
 
@@ -112,11 +111,3 @@ def accepted_keys(tables: dict[str, pl.DataFrame], fields: pl.DataFrame) -> pl.D
     return fields.join(tables["task_runs"].select("row_nr"), on="row_nr", how="semi").select(
         "row_nr", pl.col("top_keys").cast(pl.List(pl.String))
     )
-
-
-TASK_MODELS = {
-    "task_runs": TaskRun,
-    "task_components": TaskComponent,
-    "task_penalties": TaskPenalty,
-    "run_metadata": RunMetadata,
-}

@@ -7,7 +7,6 @@ import os
 import re
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipeline.rubric import load_rubric
@@ -17,7 +16,6 @@ from tests.paths import ROOT
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
-MISSING_VIEW = re.compile(r"Table with name (\w+) does not exist")
 
 
 def blocks(path: Path, language: str) -> list[str]:
@@ -49,15 +47,7 @@ def test_the_readme_has_the_analysts_questions() -> None:
 )
 @pytest.mark.slow
 def test_every_sql_block_returns_rows(sample_lake: Path, path: Path, sql: str) -> None:
-    try:
-        results = list(run_query(sample_lake, sql))
-    except duckdb.CatalogException as exc:
-        missing = MISSING_VIEW.search(str(exc))
-        if missing is None:
-            raise
-        # A view another branch adds: run again once it is merged.
-        print(f"{path.name}: skipped, view {missing.group(1)} does not exist yet")
-        pytest.skip(f"view {missing.group(1)} does not exist yet")
+    results = list(run_query(sample_lake, sql))
     assert results
     for result in results:
         assert result.frame.height > 0, f"{path.name}: no rows from\n{sql}"

@@ -26,6 +26,7 @@ from polars.testing import assert_frame_equal
 
 from pipeline.engines import arrow_stages as stages
 from pipeline.engines.local import score_part
+from pipeline.engines.stage import SURFACES, TASKS
 from pipeline.jobs import commands as jobs
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import Rubric, parse_rubric
@@ -138,17 +139,17 @@ def _nested_tasks(lake: Path, part: str) -> pa.Table:
     """A part as a task batch: runs with components and penalties nested (what Spark builds);
     a part with no penalty file (no run of it has a penalty) gets empty lists, as in Spark."""
     runs = pl.read_parquet(lk.table_dir(lake, "task_runs") / f"{part}.parquet")
-    batch = runs.select(stages.TASK_RUN_COLUMNS)
+    batch = runs.select(TASKS.landed["task_runs"])
     for table, column, fields in (
-        ("task_components", stages.COMPONENTS, stages.TASK_COMPONENT_FIELDS),
-        ("task_penalties", stages.PENALTIES, stages.TASK_PENALTY_FIELDS),
+        ("task_components", stages.COMPONENTS, stages.child_fields(TASKS, "task_components")),
+        ("task_penalties", stages.PENALTIES, stages.child_fields(TASKS, "task_penalties")),
     ):
         path = lk.table_dir(lake, table) / f"{part}.parquet"
         if path.exists():
             nested = pl.read_parquet(path).group_by("run_id").agg(pl.struct(fields).alias(column))
             batch = batch.join(nested, on="run_id", how="left")
         else:
-            dtype = stages.task_input_schema()[column]
+            dtype = stages.input_schema(TASKS)[column]
             batch = batch.with_columns(pl.lit([], dtype=dtype).alias(column))
     return batch.to_arrow()
 
@@ -157,9 +158,13 @@ def _nested_surfaces(lake: Path, part: str) -> pa.Table:
     runs = pl.read_parquet(lk.table_dir(lake, "surface_runs") / f"{part}.parquet")
     findings = pl.read_parquet(lk.table_dir(lake, "surface_findings") / f"{part}.parquet")
     nested = findings.group_by("run_id").agg(
-        pl.struct(stages.SURFACE_FINDING_FIELDS).alias(stages.FINDINGS)
+        pl.struct(stages.child_fields(SURFACES, "surface_findings")).alias(stages.FINDINGS)
     )
-    return runs.select(stages.SURFACE_RUN_COLUMNS).join(nested, on="run_id", how="left").to_arrow()
+    return (
+        runs.select(SURFACES.landed["surface_runs"])
+        .join(nested, on="run_id", how="left")
+        .to_arrow()
+    )
 
 
 def _sorted(frame: pl.DataFrame, table: str) -> pl.DataFrame:
@@ -188,11 +193,11 @@ def test_arrow_stages_give_what_score_part_gives(landed: Path) -> None:
         local = score_part(LakeStore(landed), part, rubric)
         tables = stages.empty_tables()
         if (lk.table_dir(landed, "task_runs") / f"{part}.parquet").exists():
-            scored = stages.score_task_batch(_nested_tasks(landed, part), rubric)
-            tables.update(stages.unnest_task_scores(pl.from_arrow(scored)))  # type: ignore[arg-type]
+            scored = stages.score_batch(TASKS, _nested_tasks(landed, part), rubric)
+            tables.update(stages.unnest_scores(TASKS, pl.from_arrow(scored)))  # type: ignore[arg-type]
         if (lk.table_dir(landed, "surface_runs") / f"{part}.parquet").exists():
-            scored = stages.score_surface_batch(_nested_surfaces(landed, part), rubric)
-            tables.update(stages.unnest_surface_scores(pl.from_arrow(scored)))  # type: ignore[arg-type]
+            scored = stages.score_batch(SURFACES, _nested_surfaces(landed, part), rubric)
+            tables.update(stages.unnest_scores(SURFACES, pl.from_arrow(scored)))  # type: ignore[arg-type]
         for table, frame in local.items():
             assert_frame_equal(_sorted(tables[table], table), _sorted(frame, table))
             compared += frame.height
@@ -204,13 +209,13 @@ def test_task_batches_may_split_runs_anywhere(landed: Path) -> None:
     rubric = parse_rubric(CHANGED_RUBRIC)
     part = LakeStore(landed).landed_parts("task_runs")[0]
     whole = _nested_tasks(landed, part)
-    one = pl.from_arrow(stages.score_task_batch(whole, rubric))
+    one = pl.from_arrow(stages.score_batch(TASKS, whole, rubric))
     third = whole.num_rows // 3
     pieces = [whole.slice(0, third), whole.slice(third, third), whole.slice(2 * third)]
-    split = pl.concat([pl.from_arrow(stages.score_task_batch(p, rubric)) for p in pieces])  # type: ignore[misc]
+    split = pl.concat([pl.from_arrow(stages.score_batch(TASKS, p, rubric)) for p in pieces])  # type: ignore[misc]
     assert isinstance(one, pl.DataFrame)
-    for table, frame in stages.unnest_task_scores(one).items():
-        assert_frame_equal(stages.unnest_task_scores(split)[table], frame)
+    for table, frame in stages.unnest_scores(TASKS, one).items():
+        assert_frame_equal(stages.unnest_scores(TASKS, split)[table], frame)
 
 
 def test_carry_columns_pass_through_per_run(landed: Path) -> None:
@@ -218,7 +223,7 @@ def test_carry_columns_pass_through_per_run(landed: Path) -> None:
     batch = pl.from_arrow(_nested_tasks(landed, part))
     assert isinstance(batch, pl.DataFrame)
     batch = batch.with_columns(part=pl.concat_str(pl.lit("p-"), pl.col("run_id")))
-    out = pl.from_arrow(stages.score_task_batch(batch.to_arrow(), parse_rubric({}), ("part",)))
+    out = pl.from_arrow(stages.score_batch(TASKS, batch.to_arrow(), parse_rubric({}), ("part",)))
     assert isinstance(out, pl.DataFrame)
     expected = pl.concat_str(pl.lit("p-"), pl.col("run_id"))
     assert out.height == batch.height
@@ -229,7 +234,7 @@ def test_a_batch_without_a_needed_column_is_refused_by_name(landed: Path) -> Non
     part = LakeStore(landed).landed_parts("task_runs")[0]
     batch = _nested_tasks(landed, part).drop_columns([stages.PENALTIES])
     with pytest.raises(stages.ArrowStageError, match=r"lacks column.*penalties"):
-        stages.score_task_batch(batch, parse_rubric({}))
+        stages.score_batch(TASKS, batch, parse_rubric({}))
 
 
 # --- Spark ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ that the tests' single-record builders use too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,10 +77,6 @@ EPOCH = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 # ---------------------------------------------------------------------------
 def _in_envs(*envs: str) -> pl.Expr:
     return pl.col("env_type").is_in(list(envs))
-
-
-def _gated(envs: Sequence[str]) -> list[str]:
-    return [env for env in envs if ENV_GATES[env] is not None]
 
 
 def clip01(expr: pl.Expr) -> pl.Expr:
