@@ -62,7 +62,8 @@ _OPEN_TABLES = {
     ("surface", "letter_bands"),
 }
 _ENV_KEYS = {"gate", "weights"}
-WEIGHT_SUM_TOLERANCE = 1e-9
+# A rubric's exploit and detect weights sum to 1 as written (math.fsum), to rounding only.
+RUBRIC_WEIGHT_SUM_TOLERANCE = 1e-9
 # Sane bounds, so that no total made of a rubric's numbers can overflow: every number of a
 # rubric lies in [0, RUBRIC_NUMBER_MAX] (the largest default is 12000), and a gated env's
 # weights in [0, 1] (a subscore lies in [0, 1], so its weighted sum stays a fraction).
@@ -219,7 +220,7 @@ def _check_task(task: dict[str, Any]) -> None:
     for env_type in ("exploit", "detect"):
         weights = task[env_type]["weights"]
         total = math.fsum(weights.values())
-        if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+        if abs(total - 1.0) > RUBRIC_WEIGHT_SUM_TOLERANCE:
             raise _fail(
                 f"task.{env_type}.weights", weights, f"must sum to 1.0, they sum to {total}"
             )

@@ -2,7 +2,7 @@
 that turn bad usage into one line on stderr and exit 2 before any work.
 
 Nothing here imports the data stack (polars, duckdb, pandera): ``--help`` and usage
-errors start without it (tests/test_cli_startup.py).
+errors start without it (tests/unit/cli/test_cli_startup.py).
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ def build(runs: pl.LazyFrame, rubric_id: str, confidence: float | None = None) -
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 @cache  # the code and the library a process runs do not change while it runs

@@ -33,6 +33,12 @@ def sql_text(name: str) -> str:
 BATCH_ROWS = 16_384
 
 
+def quoted(name: str) -> str:
+    """A name as a DuckDB identifier, whatever it holds: for names a statement cannot bind
+    (tables, databases), read from a catalog rather than written here."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def in_batches(frame: pl.DataFrame, rows: int = BATCH_ROWS) -> pl.DataFrame:
     """The same frame, held in chunks of ``rows`` rows (zero-copy slices)."""
     if frame.height <= rows:

@@ -9,6 +9,7 @@ from typing import ParamSpec, TypeVar
 
 import polars as pl
 
+from pipeline.sources.limits import failure_text
 from schemas import polars_schema
 from schemas.tasks import Quarantine
 
@@ -53,8 +54,7 @@ class FileFailure(Exception):
     """Reading or landing an input failed in a way no rule foresaw (the file's, not the lake's)."""
 
     def __init__(self, cause: BaseException) -> None:
-        first = (str(cause).strip().splitlines() or [""])[0][:FAILURE_TEXT_CHARS]
-        super().__init__(f"{type(cause).__name__}: {first}" if first else type(cause).__name__)
+        super().__init__(failure_text(cause))
 
 
 def compact_quarantine(
@@ -94,10 +94,6 @@ def compact_quarantine(
         .select(quarantine.columns)
     )
     return pl.concat([full, blocks.cast(quarantine.schema)])
-
-
-# How much of an unforeseen error's message a quarantine reason keeps.
-FAILURE_TEXT_CHARS = 300
 
 
 def failed_block(lines: pl.DataFrame, failure: FileFailure, batch_id: str) -> pl.DataFrame:

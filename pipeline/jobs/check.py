@@ -160,7 +160,7 @@ def check_scores(lake: Path) -> list[str]:
 def check_warehouse(lake: Path) -> list[str]:
     import duckdb
 
-    from pipeline.core.sql import sql_text
+    from pipeline.core.sql import quoted, sql_text
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
     from pipeline.warehouse.build import OTHER_VERSION, built_by_this_version
@@ -185,7 +185,7 @@ def check_warehouse(lake: Path) -> list[str]:
             found.append(OTHER_VERSION.format(lake=lake))
         listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()
         names = [name for (name,) in listed]
-        counts = [f'select count(*) from "{name}"' for name in names]  # noqa: S608 (catalog names)
+        counts = [f"select count(*) from {quoted(name)}" for name in names]  # noqa: S608
         try:
             # One statement: a quarter less planning than a statement per view.
             con.execute(" union all ".join(counts)).fetchall()

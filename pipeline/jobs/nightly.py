@@ -30,7 +30,6 @@ from pipeline.storage.store import LakeStore
 from pipeline.warehouse import build_warehouse
 
 LEDGER = "ledger"
-HASH_BLOCK_BYTES = 1 << 20
 
 
 @dataclass
@@ -55,11 +54,8 @@ class NightlySummary(IngestCounts):
 
 
 def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while block := handle.read(HASH_BLOCK_BYTES):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def read_ledger(lake: Path) -> dict[str, dict[str, object]]:

@@ -18,6 +18,8 @@ DEFAULT_CHUNK_LINES = 100_000
 # Raw text kept in quarantine for a record over the size limit.
 KEPT_PREFIX_CHARS = 1024
 KEPT_PREFIX_BYTES = 1024
+# How much of an unforeseen error's message a quarantine reason keeps.
+FAILURE_TEXT_CHARS = 300
 OVERSIZE_REASON = (
     "{} is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB; the limit is {})"
 )
@@ -53,3 +55,9 @@ class ReadLimits:
 
 def oversize_reason(size: int, limit: int, setting: str, what: str = "record") -> str:
     return OVERSIZE_REASON.format(what, size, limit, setting)
+
+
+def failure_text(exc: BaseException) -> str:
+    """An unforeseen error as a quarantine reason: its type and its message's first line."""
+    first = (str(exc).strip().splitlines() or [""])[0][:FAILURE_TEXT_CHARS]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -32,7 +32,6 @@ LEDGER = "ledger"
 EMPTY_STEM = "empty"
 # The landed tables whose rows name the input file they came from.
 SOURCED_TABLES = (*lk.RUN_TABLES, "quarantine")
-HASH_BLOCK_BYTES = 1 << 20
 
 
 @dataclass
@@ -59,10 +58,8 @@ def manifest(
 
 def file_facts(path: Path) -> dict[str, Any]:
     """What a manifest records of one landed file: its bytes' SHA-256, size and mtime."""
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while block := handle.read(HASH_BLOCK_BYTES):
-            digest.update(block)
+        digest = hashlib.file_digest(handle, "sha256")
     stat = path.stat()
     return {"sha256": digest.hexdigest(), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 

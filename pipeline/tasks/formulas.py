@@ -27,7 +27,7 @@ MINIMIZATION_COMPONENT = "minimization"
 AUDIT_COMPONENT = "audit"
 
 # CONTRACT 4: "record weights not summing to 1 (±1e-6)".
-WEIGHT_SUM_TOLERANCE = 1e-6
+RECORD_WEIGHT_SUM_TOLERANCE = 1e-6
 # CONTRACT 4: "an audit subscore ≠ recall × precision (±1e-6)".
 AUDIT_TOLERANCE = 1e-6
 # CONTRACT 4: "a non-binary gate subscore": the gate is all or nothing.
@@ -117,7 +117,7 @@ def anomaly(code: str, detail: pl.Expr, condition: pl.Expr) -> pl.Expr:
 def weights_sum_anomaly(record_weight_sum: pl.Expr) -> pl.Expr:
     """CONTRACT 4: "record weights not summing to 1 (±1e-6)"."""
     total = record_weight_sum.fill_null(0.0)
-    return anomaly(ANOMALY_WEIGHTS_SUM, total, (total - 1.0).abs() > WEIGHT_SUM_TOLERANCE)
+    return anomaly(ANOMALY_WEIGHTS_SUM, total, (total - 1.0).abs() > RECORD_WEIGHT_SUM_TOLERANCE)
 
 
 def gate_failed_with_nonzero_anomaly(

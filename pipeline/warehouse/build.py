@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipeline.core.settings import current_settings
-from pipeline.core.sql import SQL_DIR, sql_text
+from pipeline.core.sql import SQL_DIR, duckdb_config, sql_text
 from pipeline.storage import lake as lk
 from pipeline.storage.lake import (
     SCORE_FAMILIES,
@@ -191,9 +191,9 @@ def _writing(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         # side, and memory (an instance's settings: builds in one process take the same).
         # Without a limit DuckDB holds up to 80% of the machine: a build from nothing of
         # a 10M-run lake peaked at 8.2 GiB; past the limit it writes blocks to the file.
-        settings = current_settings()
-        con.execute("set threads = ?", [settings.duckdb_threads])
-        con.execute("set memory_limit = ?", [f"{int(settings.duckdb_memory_bytes)}B"])
+        config = duckdb_config()
+        con.execute("set threads = ?", [config["threads"]])
+        con.execute("set memory_limit = ?", [config["memory_limit"]])
         yield con
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from pipeline.core.sql import quoted
 from pipeline.warehouse.file import WarehouseError
 from pipeline.warehouse.models import stage_sql, staged_tables
 
@@ -129,7 +130,7 @@ def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers:
     def run(load: Load) -> None:
         cursor = con.cursor()
         try:
-            cursor.execute(f'use "{database}"')
+            cursor.execute(f"use {quoted(database)}")
             cursor.execute("begin")
             insert(cursor, load.table, load.files)
         except BaseException:

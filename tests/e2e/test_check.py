@@ -110,6 +110,22 @@ def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
     assert violations(lake) == (0, [])
 
 
+def test_views_an_analyst_added_are_counted_whatever_their_names(lake: Path) -> None:
+    """The check counts every view of the file, names from its catalog quoted as identifiers:
+    a name with a double quote in it is read as that view, not as broken SQL."""
+    import duckdb
+
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        con.execute('create view "my ""best"" runs" as select * from task_runs')
+        con.execute("create table scratch (x int)")
+        con.execute('create view "gone ""soon""" as select * from scratch')
+        con.execute("drop table scratch")
+    code, found = violations(lake)
+    assert code == 1
+    assert len(found) == 1, found
+    assert found[0].startswith('warehouse: view gone "soon" does not answer'), found
+
+
 @pytest.mark.slow
 def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
     """A landed run's line also sitting in the quarantine breaks 'one state per line'."""

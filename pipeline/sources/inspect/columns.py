@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.tasks.fields import RUN_ID_MAX_CHARS
+
 # The rubric table that configures this source, and its keys.
 RUBRIC_TABLE = "sources.inspect"
 FIELD_KEYS = ("agent_field", "agent_version_field", "env_type_field")
@@ -54,8 +56,8 @@ RESERVED_METADATA = (PROVENANCE_KEY, SAMPLE_METADATA_KEY, EXPLANATION_KEY, SCORE
 # Sample metadata keys lifted to the record's optional top-level fields (CONTRACT 2).
 LIFTED_SAMPLE_FIELDS = ("defect_id", "cwe", "project")
 
-# A run_id is at most 256 characters (CONTRACT 2); a longer one is hashed.
-MAX_RUN_ID = 256
+# A run_id longer than a record's may be is hashed.
+MAX_RUN_ID = RUN_ID_MAX_CHARS
 RUN_ID_PREFIX = "inspect:"
 
 # Sample fields never needed for a task grade: left unread (a transcript may be large).

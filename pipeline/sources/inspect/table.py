@@ -35,7 +35,7 @@ from pipeline.sources.inspect.extract import (
     run_id,
     usage_totals,
 )
-from pipeline.sources.limits import ReadLimits, oversize_reason
+from pipeline.sources.limits import ReadLimits, failure_text, oversize_reason
 from pipeline.sources.lines import LINE_SCHEMA, one_line
 from pipeline.storage.lake import InputError
 
@@ -207,11 +207,6 @@ def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
     )
 
 
-def _why(exc: Exception) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
 def inspect_frames(
     path: Path, limits: ReadLimits, mapping: InspectMapping | None = None
 ) -> Iterator[tuple[pl.DataFrame, int]]:
@@ -232,7 +227,7 @@ def inspect_frames(
             return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
-        yield one_line(source, 0, None, f"not a readable Inspect AI log ({_why(exc)})"), 0
+        yield one_line(source, 0, None, f"not a readable Inspect AI log ({failure_text(exc)})"), 0
         return
     pending: list[str] = []
     pending_bytes = 0
@@ -250,9 +245,16 @@ def inspect_frames(
                 next_line += len(pending)
             if next_line == 1:
                 # No sample read at all (say, a log without sample ids): the whole log.
-                yield one_line(source, 0, None, f"not a readable Inspect AI log ({_why(exc)})"), 0
+                yield (
+                    one_line(
+                        source, 0, None, f"not a readable Inspect AI log ({failure_text(exc)})"
+                    ),
+                    0,
+                )
                 return
-            reason = f"Inspect AI log stopped reading here ({_why(exc)}): the rest is not read"
+            reason = (
+                f"Inspect AI log stopped reading here ({failure_text(exc)}): the rest is not read"
+            )
             yield one_line(source, next_line, None, reason), 0
             return
         pending.append(raw)
