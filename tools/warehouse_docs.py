@@ -24,7 +24,7 @@ BEGIN = (
     "<!-- data dictionary: generated from pipeline/sql/schema.yml by tools/warehouse_docs.py -->"
 )
 END = "<!-- end of the data dictionary -->"
-GROUPS = ("Task grades", "Surface grades", "Bad input", "Staging")
+GROUPS = ("Task grades", "Surface grades", "Bad input", "Intermediate")
 
 
 class SchemaDocError(ValueError):

@@ -13,7 +13,7 @@
   problems that pass, with a Wilson interval.
 
 The warehouse views compute the same with the macros of ``sql/macros/metrics.sql``
-and the view ``stg_problem_outcomes``; a test checks they agree.
+and the view ``int_problem_outcomes``; a test checks they agree.
 """
 
 from __future__ import annotations

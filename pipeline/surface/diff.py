@@ -1,6 +1,6 @@
 """surface-diff: what changed between two versions of an MCP server (CONTRACT 7).
 
-Findings are matched across versions by the warehouse (``stg_surface_finding_keys``: kind,
+Findings are matched across versions by the warehouse (``int_surface_finding_keys``: kind,
 target tools, identifying measurement keys, occurrence); this module picks the versions,
 reads the matched findings and the grade deltas, decides ``--fail-on-new``, and writes SARIF.
 The command and its printing are pipeline/cli/comparison.py's.

@@ -3,7 +3,7 @@
 The staging layer lives inside the file: ``stg_<table>`` is a table holding the
 rows of one lake table (every landed table, and every score table under the
 current rubric only), each row tagged with ``_part``, the name of the lake file
-(part) it came from. The views (``models.py``: ``sql/staging/``, ``sql/marts/``)
+(part) it came from. The views (``models.py``: ``sql/intermediate/``, ``sql/marts/``)
 read those tables, never the lake's Parquet: DuckDB resolves a path in a view
 against the reader's working directory, so views over Parquet could not follow
 the lake when it is copied, moved or tarred. This file answers wherever it goes,

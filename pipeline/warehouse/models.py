@@ -1,4 +1,4 @@
-"""The warehouse's views as a dbt-style project: ``sql/staging/`` and ``sql/marts/``, one
+"""The warehouse's views as a dbt-style project: ``sql/intermediate/`` and ``sql/marts/``, one
 view a file (named after it), applied after the macros of ``sql/macros/`` and after every
 view it reads. What a view reads is derived from its SQL, never declared by hand.
 
@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 
 STAGE_PREFIX = "stg_"
 IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
-# Views by layer, as dbt lays a project out: staging views (stg_*) shape the staging tables
-# for the marts, the views analysts read. A view's name is its file's name.
-MODEL_FOLDERS = ("staging", "marts")
+# Views by layer, as dbt lays a project out: the staging tables (stg_*) hold the lake's rows,
+# the marts are the views analysts read, and intermediate views (int_*) are what several marts
+# build on (they read marts too). A view's name is its file's name.
+MODEL_FOLDERS = ("intermediate", "marts")
 MACRO_FOLDER = "macros"
 _COMMENT = re.compile(r"--[^\n]*")
 _STRING = re.compile(r"'(?:[^']|'')*'")

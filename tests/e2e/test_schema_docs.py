@@ -84,7 +84,7 @@ def test_a_column_without_a_description_is_refused(tmp_path: Path) -> None:
     path.write_text(
         "shared_columns: {agent: who}\n"
         "models:\n"
-        "  - name: v\n    description: d\n    group: Staging\n"
+        "  - name: v\n    description: d\n    group: Intermediate\n"
         "    columns: [{name: agent}, {name: mystery}]\n"
     )
     with pytest.raises(SchemaDocError, match=r"v\.mystery: no description"):
@@ -99,7 +99,7 @@ def test_each_view_comes_after_every_view_it_reads() -> None:
         for read in found[name].reads & set(found):
             assert order.index(read) < order.index(name), (read, name)
     assert found["fleet"].reads == {"by_server"}
-    assert found["by_agent"].reads == {"task_runs", "stg_problem_outcomes"}
+    assert found["by_agent"].reads == {"task_runs", "int_problem_outcomes"}
 
 
 def _models(tmp_path: Path, **sql: str) -> dict[str, Model]:
@@ -152,6 +152,6 @@ def test_some_views_with_what_they_read_over_a_given_relation() -> None:
             "true as passed, now() as graded_at, 0.1 as cost_usd"
         )
         applied = create_views(con, ["by_agent"], given=["task_runs"])
-        assert applied == ["stg_problem_outcomes", "by_agent"]
+        assert applied == ["int_problem_outcomes", "by_agent"]
         rows = con.sql("select runs, problems, pass_rate_problems from by_agent").fetchall()
     assert rows == [(1, 1, 1.0)]

@@ -3,7 +3,7 @@
 --   run level (*_runs):         over scored runs; grader errors never count
 --   problem level (*_problems): over problems (problem_id, env_type), each the mean of its
 --                               scored trials; a problem passes when mean(passed) >= 0.5
---                               (see stg_problem_outcomes)
+--                               (see int_problem_outcomes)
 -- Rate intervals are 95% Wilson (never outside [0, 1]); mean intervals are normal over runs
 -- or Student t over problems, and each view names its method in a *_ci_method column.
 create or replace macro z95() as 1.959963984540054;
@@ -44,7 +44,7 @@ create or replace macro pass_n_runs(status, passed) as count(scored_only(status,
 -- normal_ci_*: mean ± z·sd/√n (method normal_over_runs).
 create or replace macro normal_ci_low(m, sd, n) as m - z95() * sd / sqrt(n);
 create or replace macro normal_ci_high(m, sd, n) as m + z95() * sd / sqrt(n);
--- Problem level: a problem's pass, and aggregates over stg_problem_outcomes rows.
+-- Problem level: a problem's pass, and aggregates over int_problem_outcomes rows.
 create or replace macro problem_passes(passed_share) as passed_share >= 0.5;
 create or replace macro pass_rate_problems(passes) as avg(cast(passes as double));
 -- t_ci_*: mean ± t(n−1)·sd/√n over n problems (method t_over_problems); null below 2.

@@ -18,7 +18,7 @@ with run_level as (
     group by agent, agent_version, env_type
 ),
 problem_level as (
-    -- Ordered: stg_problem_outcomes comes from a parallel aggregate whose row order varies,
+    -- Ordered: int_problem_outcomes comes from a parallel aggregate whose row order varies,
     -- and a float sum in another order differs in the last bit from run to run.
     select
         agent,
@@ -28,7 +28,7 @@ problem_level as (
         avg(score order by problem_id) as mean_score_problems,
         stddev_samp(score order by problem_id) as score_sd_problems,
         pass_rate_problems(passes) as pass_rate_problems
-    from stg_problem_outcomes
+    from int_problem_outcomes
     group by agent, agent_version, env_type
 ),
 joined as (

@@ -1,7 +1,7 @@
 -- by_server: one row per MCP server (server.name, else server.fingerprint): its latest
 -- version's grade and how each dimension moved since the previous version. The versions and
 -- their order are surface_versions' (the latest report of each version stands for it, as
--- stg_surface_reports ranks them; a null server_version is one version): the latest is the
+-- int_surface_reports ranks them; a null server_version is one version): the latest is the
 -- last in version_order, the previous the one before it. Columns: server, server_version,
 -- run_id, generated_at, versions, reports, overall, overall_display, nothing_measured,
 -- letter, the five dimensions, previous_version, previous_run_id, previous_generated_at,
@@ -46,6 +46,6 @@ select
     report.rubric_id
 from latest
 -- run_id lands once, so it finds the report standing for the latest version.
-join stg_surface_reports as report on report.run_id = latest.run_id
+join int_surface_reports as report on report.run_id = latest.run_id
 left join surface_versions as previous
     on previous.server = latest.server and previous.version_order = latest.version_order - 1

@@ -1,5 +1,5 @@
 -- surface_finding_changes_all: for every pair in surface_version_pairs, one row per finding
--- of either version, matched by stg_surface_finding_keys: change = new (only in to),
+-- of either version, matched by int_surface_finding_keys: change = new (only in to),
 -- resolved (only in from), worse / better (severity_display, mcp-xray's 3 decimals, rose /
 -- fell), or same. tool is the target tools joined by ', ' (tools: the list, the later
 -- version's when both have the finding);
@@ -15,7 +15,7 @@ with findings as (
         select from_run_id, to_run_id, unnest([from_run_id, to_run_id]) as run_id
         from surface_version_pairs
     ) as p
-    join stg_surface_finding_keys as k on k.run_id = p.run_id
+    join int_surface_finding_keys as k on k.run_id = p.run_id
 ),
 matched as (
     -- The join's keys are one column each (a full join using them takes either side's);

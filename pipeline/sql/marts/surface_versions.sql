@@ -1,5 +1,5 @@
 -- surface_versions: one row per version of an MCP server, the report that stands for it (its
--- latest, as stg_surface_reports ranks them) and the version's place
+-- latest, as int_surface_reports ranks them) and the version's place
 -- in the server's history (version_order 1 = oldest). A null server_version is one version,
 -- named 'unversioned' in version_label (as in a run_id made for such a report).
 create or replace view surface_versions as
@@ -26,5 +26,5 @@ select
     surface_redundancy_display,
     schema_hygiene_display,
     description_quality_display
-from stg_surface_reports
+from int_surface_reports
 where version_rank = 1

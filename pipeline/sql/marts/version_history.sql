@@ -26,7 +26,7 @@ problem_level as (
         stddev_samp(score order by env_type, problem_id) as score_sd_problems,
         stddev_samp(score order by env_type, problem_id) / sqrt(count(*)) as score_se,
         pass_rate_problems(passes) as pass_rate_problems
-    from stg_problem_outcomes
+    from int_problem_outcomes
     group by agent, agent_version
 ),
 joined as (

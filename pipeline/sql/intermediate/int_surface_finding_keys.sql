@@ -1,4 +1,4 @@
--- stg_surface_finding_keys: each finding's match key across versions (README, "surface-diff"):
+-- int_surface_finding_keys: each finding's match key across versions (README, "surface-diff"):
 -- kind, its target tools (match_tools, sorted), and the measurement keys that identify it
 -- (identity: token_cost: scope and phase; schema_smell: smell; selection_error: mode;
 -- hidden_injector: measurement.kind; other kinds: none). A finding about a whole surface (a
@@ -6,7 +6,7 @@
 -- left out of the key: adding a tool changes it, it does not replace it. occurrence numbers
 -- the findings with the same key in one report, in report order, so that the n-th of one
 -- version matches the n-th of another. tools: the target, sorted, for display.
-create or replace view stg_surface_finding_keys as
+create or replace view int_surface_finding_keys as
 select
     f.run_id,
     f.finding_index,

@@ -1,8 +1,8 @@
--- stg_problem_outcomes: one row per (agent, agent_version, env_type, problem_id) with a
+-- int_problem_outcomes: one row per (agent, agent_version, env_type, problem_id) with a
 -- scored run: its scored trials, score (their mean), passed_share (mean of passed) and
 -- passes (a majority of its trials passed, ties passing). The problem level of every
 -- *_problems metric (pipeline.compare.metrics.problem_outcomes in Python).
-create or replace view stg_problem_outcomes as
+create or replace view int_problem_outcomes as
 select
     agent,
     agent_version,

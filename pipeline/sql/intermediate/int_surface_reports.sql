@@ -1,9 +1,9 @@
--- stg_surface_reports: every surface_runs row with version_rank, its place among the reports
+-- int_surface_reports: every surface_runs row with version_rank, its place among the reports
 -- of its version (server, server_version; a null server_version is one version): 1 is the
 -- report that stands for the version, its latest (generated_at, then batch_id, then run_id);
 -- and reports, how many reports its server has. surface_versions reads the versions from
 -- here (by_server reads them from surface_versions).
-create or replace view stg_surface_reports as
+create or replace view int_surface_reports as
 select
     *,
     row_number() over (
