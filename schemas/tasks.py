@@ -10,10 +10,11 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.tasks.fields import pandera_bounds as bounds
+from pipeline.tasks.formulas import STATUS_GRADER_ERROR, STATUS_OUT_OF_RANGE, STATUS_SCORED
 from schemas.model import Field, Model
 
 ENV_TYPES = ("exploit", "detect", "patch", "audit")
-STATUSES = ("scored", "grader_error", "total_out_of_range")
+STATUSES = (STATUS_SCORED, STATUS_GRADER_ERROR, STATUS_OUT_OF_RANGE)
 
 
 class TaskRun(Model):

@@ -16,6 +16,7 @@ from pipeline.compare import gate, metrics, stats
 from pipeline.compare.pairing import KEY, per_problem
 from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
+from pipeline.tasks.formulas import STATUS_GRADER_ERROR, STATUS_SCORED
 
 
 def finite(value: Any) -> float | None:
@@ -147,7 +148,7 @@ def paired_pass_rate(pairs: pl.DataFrame) -> dict[str, Any]:
 def cost(mine: pl.LazyFrame, pairs: pl.LazyFrame, baseline: str, candidate: str) -> dict[str, Any]:
     """Mean cost per run, over the scored runs of the paired problems."""
     per_version = (
-        mine.filter(pl.col("status") == metrics.STATUS_SCORED)
+        mine.filter(pl.col("status") == STATUS_SCORED)
         .join(pairs.select(*KEY), on=list(KEY), how="semi")
         .group_by("agent_version")
         .agg(
@@ -188,7 +189,7 @@ def counts(mine: pl.LazyFrame, baseline: str, candidate: str, n: int) -> dict[st
         mine.group_by("agent_version")
         .agg(
             runs=pl.len(),
-            grader_errors=(pl.col("status") == metrics.STATUS_GRADER_ERROR).sum(),
+            grader_errors=(pl.col("status") == STATUS_GRADER_ERROR).sum(),
             problems=pl.struct(*KEY).n_unique(),
         )
         .collect()

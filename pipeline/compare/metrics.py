@@ -28,10 +28,9 @@ import polars as pl
 from pipeline.compare import stats
 from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
+from pipeline.tasks.formulas import STATUS_GRADER_ERROR, STATUS_SCORED
 
 KEY: Final = ("problem_id", "env_type")
-STATUS_SCORED: Final = "scored"
-STATUS_GRADER_ERROR: Final = "grader_error"
 # "a problem passes for a version when its mean passed >= 0.5" (majority of trials)
 PROBLEM_PASS_THRESHOLD: Final = 0.5
 METHOD_NORMAL_RUNS: Final = "normal_over_runs"

@@ -14,6 +14,7 @@ import polars as pl
 from pipeline.compare import metrics
 from pipeline.core import repeatable
 from pipeline.storage.lake import InputError
+from pipeline.tasks.formulas import STATUS_SCORED
 
 KEY: Final = metrics.KEY
 
@@ -117,9 +118,7 @@ def component_means(
     component missing from a trial as 0, so per problem Σ_c mean contribution
     = mean over trials of Σ_c contribution = mean weighted, exactly.
     """
-    scored = runs.filter(
-        (pl.col("status") == metrics.STATUS_SCORED) & (pl.col("agent_version") == version)
-    )
+    scored = runs.filter((pl.col("status") == STATUS_SCORED) & (pl.col("agent_version") == version))
     trials = scored.group_by(*KEY).agg(trials=pl.len())
     return (
         components.join(scored.select("run_id", *KEY), on="run_id", how="inner")

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.storage.store import LakeStore
+from pipeline.tasks.formulas import STATUS_SCORED
 
 # Two scores closer than this are the same score (float noise of a re-sum).
 SCORE_TOLERANCE = 1e-12
@@ -105,7 +106,7 @@ def ranking_moves(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame)
 def _paired(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame) -> pl.LazyFrame:
     """Scored runs present under both rubrics (grader errors have no score to compare)."""
     keep = ["run_id", "score", "passed"]
-    scored = pl.col("status") == "scored"
+    scored = pl.col("status") == STATUS_SCORED
     return (
         runs.select("run_id", "agent", "agent_version", "env_type")
         .join(before.filter(scored).select(keep), on="run_id")
