@@ -17,6 +17,7 @@ from pipeline.compare import (
     compare_versions,
     failure_reasons,
     gate,
+    metrics,
     stats,
     version_history,
 )
@@ -551,3 +552,44 @@ def test_version_history_view_t_critical_values() -> None:
         row = view.row(0, named=True)
         crit = (row["mean_score_problems_ci_high"] - row["mean_score_problems"]) / row["score_se"]
         assert crit == pytest.approx(sps.t.ppf(0.975, n - 1), abs=2e-5), n
+
+
+def test_wilson_matches_hand_arithmetic() -> None:
+    # 2 of 4, z = 1.96: centre 0.5 + 1.96²/8 = 0.9802, half 1.96·√(0.25/4 + 1.96²/64)
+    # = 0.686070, scale 1 + 1.96²/4 = 1.9604: (0.150036, 0.849964). 0 of 10: the low end
+    # is 0 and the high (1.96²/20 + 1.96·√(1.96²/400)) / (1 + 1.96²/10) = 0.277540.
+    # No trial: no interval.
+    low, high = metrics.wilson([0.5, 0.0, 0.5], [4, 10, 0], 1.96)
+    assert low[:2] == pytest.approx([0.150036, 0.0], abs=1e-6)
+    assert high[:2] == pytest.approx([0.849964, 0.277540], abs=1e-6)
+    assert np.isnan(low[2]) and np.isnan(high[2])
+
+
+def test_by_agent_view_matches_the_python_metrics() -> None:
+    """The warehouse's by_agent and compare's version_metrics are the same metrics written
+    twice (SQL for analysts, numpy for compare's bit-stable documents): every count, mean,
+    rate and interval agrees, grader errors and a failing threshold included."""
+    runs, _ = simulate(seed=5, n_problems=30, versions={"1.0": 0.0, "2.0": -0.1})
+    grader_errors = runs.head(2).with_columns(
+        status=pl.lit("grader_error"), score=None, passed=None, run_id=pl.Series(["e1", "e2"])
+    )
+    runs = pl.concat([runs, grader_errors])
+    by = ["agent", "agent_version", "env_type"]
+    con = duckdb.connect()
+    try:
+        con.register("task_runs", runs)
+        create_views(con, ["by_agent"], given=["task_runs"])
+        view = con.sql("select * from by_agent order by all").pl().sort(by)
+    finally:
+        con.close()
+    py = metrics.version_metrics(runs, by)
+    assert view.height == py.height > 1
+    assert view["grader_errors"].sum() == 2
+    for column in (c for c in py.columns if c not in by):
+        if py[column].dtype.is_integer():
+            assert view[column].to_list() == py[column].to_list(), column
+        elif column.startswith("mean_score_") and column.endswith(("_ci_low", "_ci_high")):
+            # the view's t table is rounded to 6 decimals
+            assert view[column].to_list() == pytest.approx(py[column].to_list(), abs=1e-6), column
+        else:
+            assert view[column].to_list() == pytest.approx(py[column].to_list(), abs=1e-12), column
