@@ -104,12 +104,6 @@ def print_score_result(console: Console, result: ScoreResult) -> None:
 def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None:
     print_ingest_report(console, summary.ingest)
     print_score_result(console, summary.score)
-    from pipeline.core.sql import sql_text
-    from pipeline.warehouse import reading
-
-    with reading(lake) as con:
-        rows = con.execute(sql_text("queries/summary_by_version.sql")).fetchall()
-        servers = con.execute(sql_text("queries/summary_by_server.sql")).fetchall()
     table = Table(title="runs and mean score by agent and version")
     for column in (
         "agent",
@@ -120,7 +114,7 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
         "pass_rate_runs",
     ):
         table.add_column(column, justify="right" if column not in ("agent", "version") else "left")
-    for agent, version, runs, errors_, mean, rate in rows:
+    for agent, version, runs, errors_, mean, rate in summary.by_version.iter_rows():
         table.add_row(
             str(agent),
             str(version),
@@ -130,13 +124,13 @@ def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None
             "-" if rate is None else f"{rate:.1%}",
         )
     print_table(console, table)
-    if servers:
+    if summary.by_server.height:
         grades = Table(title="surface grades: each server's latest version")
         for column in ("server", "version", "versions", "overall", "letter", "since previous"):
             grades.add_column(
                 column, justify="left" if column in ("server", "version") else "right"
             )
-        for server, version, versions, overall, letter, delta in servers:
+        for server, version, versions, overall, letter, delta in summary.by_server.iter_rows():
             grades.add_row(
                 str(server),
                 str(version),

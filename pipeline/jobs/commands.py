@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.settings import Settings, current_settings, use_settings
+from pipeline.core.sql import sql_text
 from pipeline.engines import Engine, LocalEngine
 from pipeline.engines.local import score_part
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
@@ -25,7 +26,7 @@ from pipeline.rubric import Rubric
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
-from pipeline.warehouse import build_warehouse, warehouse_path
+from pipeline.warehouse import build_warehouse, reading, warehouse_path
 from schemas import polars_schema
 from schemas.registry import SCORED
 
@@ -123,4 +124,13 @@ def run(
     Without a rubric the lake's own is used, so a plain run never undoes a rubric change.
     """
     report, scored = _ingest_and_score(inputs, lake, rubric, settings)
-    return RunSummary(ingest=report, score=scored, warehouse=warehouse_path(lake))
+    with reading(lake) as con:
+        by_version = con.sql(sql_text("queries/summary_by_version.sql")).pl()
+        by_server = con.sql(sql_text("queries/summary_by_server.sql")).pl()
+    return RunSummary(
+        ingest=report,
+        score=scored,
+        warehouse=warehouse_path(lake),
+        by_version=by_version,
+        by_server=by_server,
+    )

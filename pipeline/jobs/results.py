@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+# The CLI imports these types; Polars is imported by the jobs that fill them.
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass(kw_only=True)
@@ -70,3 +75,7 @@ class RunSummary:
     ingest: IngestReport
     score: ScoreResult
     warehouse: Path
+    # The warehouse's closing tables (sql/queries/summary_by_*.sql): task runs by agent and
+    # version, and each server's latest surface grade.
+    by_version: pl.DataFrame
+    by_server: pl.DataFrame

@@ -34,6 +34,7 @@ from pipeline.warehouse import (
     WarehouseError,
     build_warehouse,
     check_lake_path,
+    reading,
     staged_tables,
     warehouse_path,
 )
@@ -607,6 +608,25 @@ def test_the_run_summary_prints_commands_that_open_the_warehouse(tmp_path: Path)
         )
         assert opened.returncode == 0, opened.stderr
         assert opened.stdout.split() == ["n", str(count(lake, "select count(*) from by_agent"))]
+
+
+@pytest.mark.slow
+def test_the_run_summary_tables_are_the_warehouses(tmp_path: Path) -> None:
+    """`run` returns its closing tables as data (the CLI only prints them): runs by agent and
+    version in the order versions were first graded, and the servers' latest grades."""
+    lake = tmp_path / "lake"
+    summary = jobs.run([SAMPLE / "tasks" / "atlas.jsonl", SAMPLE / "surface"], lake, DEFAULT)
+    with reading(lake) as con:
+        expected = con.sql(
+            "select agent, agent_version, count(*) as runs, "
+            "count(*) filter (where status = 'grader_error') as grader_errors, "
+            "avg(score) filter (where status = 'scored') as mean_score_runs "
+            "from task_runs group by all order by agent, min(graded_at)"
+        ).pl()
+        servers = con.execute("select count(*) from by_server").fetchone()
+    assert_frame_equal(summary.by_version.select(expected.columns), expected, check_dtypes=False)
+    assert summary.by_version["runs"].sum() == summary.ingest.landed_task_runs > 0
+    assert summary.by_server.height == (servers or (0,))[0] > 0
 
 
 def test_lake_path_with_glob_characters_is_refused(tmp_path: Path) -> None:
