@@ -8,16 +8,14 @@ does not load every command.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pipeline.core.lazy import by_name, lazy_getattr
 
 if TYPE_CHECKING:
     from pipeline.cli.entry import app, main
 
+_HOMES = by_name({"entry": ("app", "main")})
+
 __all__ = ["app", "main"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(import_module("pipeline.cli.entry"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)

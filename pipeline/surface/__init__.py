@@ -10,8 +10,9 @@ Names load on first use: ``pipeline.rubric`` imports ``surface.rubric`` on the w
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pipeline.core.lazy import by_name, lazy_getattr
 
 if TYPE_CHECKING:
     from pipeline.surface.diff import (
@@ -26,6 +27,17 @@ if TYPE_CHECKING:
     from pipeline.surface.rubric import SurfaceRubric
     from pipeline.surface.score import SurfaceScoring, score_surfaces
     from pipeline.surface.severity import finding_severity
+
+_HOMES = by_name(
+    {
+        "parse": ("SurfaceBatch", "parse_reports"),
+        "score": ("SurfaceScoring", "score_surfaces"),
+        "severity": ("finding_severity",),
+        "dimensions": ("letter_grade", "ordered_sum"),
+        "rubric": ("SurfaceRubric",),
+        "diff": ("DiffUsageError", "SurfaceDiff", "fetch_diff", "parse_severity", "write_sarif"),
+    }
+)
 
 __all__ = [
     "DiffUsageError",
@@ -42,14 +54,4 @@ __all__ = [
     "score_surfaces",
     "write_sarif",
 ]
-# The modules searched, in order, for a name of __all__.
-_MODULES = ("parse", "score", "severity", "dimensions", "rubric", "diff")
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        for module in _MODULES:
-            loaded = importlib.import_module(f"{__name__}.{module}")
-            if hasattr(loaded, name):
-                return getattr(loaded, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)

@@ -17,11 +17,13 @@ def test_by_name_files_each_name_under_its_module() -> None:
 @pytest.mark.parametrize(
     "package",
     [
+        "pipeline.cli",
         "pipeline.compare",
         "pipeline.ingest",
         "pipeline.jobs",
         "pipeline.sources",
         "pipeline.storage",
+        "pipeline.surface",
         "pipeline.tasks",
     ],
 )
