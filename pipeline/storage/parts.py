@@ -334,8 +334,28 @@ def check_and_repair(
             tx.write_json(lk.state_path(lake, LEDGER), kept)
     repair.removed_parts = sorted(broken)
     repair.removed_files = [str(p) for p in doomed]
+    nightly_reads = {entry.get("path") for entry in ledger.values()}
     repair.problems.extend(
-        f"{problem}; the part was removed whole and its input files will be read again"
-        for problem in broken.values()
+        f"{problem}; {_lost_part(found.manifests.get(part), nightly_reads)}"
+        for part, problem in broken.items()
     )
     return repair
+
+
+def _lost_part(manifest: dict[str, Any] | None, nightly_reads: Collection[object]) -> str:
+    """What removing a broken part lost and what lands it again: its input files ingested
+    again (the nightly reads again, by itself, the inbox files its ledger held)."""
+    document = manifest or {}
+    tables = document.get("tables") or {}
+    held = ", ".join(f"{tables[name]} {name}" for name in lk.RUN_TABLES if tables.get(name))
+    lost = f"the part was removed whole ({held})" if held else "the part was removed whole"
+    sources = sorted(str(source) for source in document.get("sources", []))
+    if not sources:
+        return f"{lost}; which input files it came from is not known"
+    by_hand = [source for source in sources if source not in nightly_reads]
+    if not by_hand:
+        return f"{lost}; the next nightly reads its inbox files again: {', '.join(sources)}"
+    return (
+        f"{lost}; ingest again what it came from to land its runs again "
+        f"(`python -m pipeline ingest FILE ...`): {', '.join(sources)}"
+    )
