@@ -623,10 +623,17 @@ def test_the_run_summary_tables_are_the_warehouses(tmp_path: Path) -> None:
             "avg(score) filter (where status = 'scored') as mean_score_runs "
             "from task_runs group by all order by agent, min(graded_at)"
         ).pl()
-        servers = con.execute("select count(*) from by_server").fetchone()
+        ((servers,),) = con.execute("select count(*) from by_server").fetchall()
+        shown = con.sql(
+            "select round(overall_display - previous_overall_display, 1) as moved "
+            "from by_server order by server"
+        ).pl()
     assert_frame_equal(summary.by_version.select(expected.columns), expected, check_dtypes=False)
     assert summary.by_version["runs"].sum() == summary.ingest.landed_task_runs > 0
-    assert summary.by_server.height == (servers or (0,))[0] > 0
+    assert summary.by_server.height == servers > 0
+    # The move shown beside a shown overall is the difference of the shown values.
+    assert summary.by_server["overall_display_delta"].to_list() == shown["moved"].to_list()
+    assert shown["moved"].drop_nulls().len() > 0
 
 
 def test_lake_path_with_glob_characters_is_refused(tmp_path: Path) -> None:

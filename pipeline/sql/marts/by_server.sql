@@ -7,7 +7,8 @@
 -- letter, the five dimensions, previous_version, previous_run_id, previous_generated_at,
 -- previous_overall, previous_overall_display, previous_letter, overall_delta and
 -- <dimension>_delta (latest minus previous, unrounded; null when either side is null or
--- there is no previous version), rubric_id.
+-- there is no previous version), overall_display_delta (the same of the shown values, so it
+-- is the difference of the two numbers shown beside it), rubric_id.
 create or replace view by_server as
 with latest as (
     select *, count(*) over (partition by server) as versions
@@ -38,6 +39,7 @@ select
     previous.overall_display as previous_overall_display,
     previous.letter as previous_letter,
     latest.overall - previous.overall as overall_delta,
+    round(latest.overall_display - previous.overall_display, 1) as overall_display_delta,
     latest.context_efficiency - previous.context_efficiency as context_efficiency_delta,
     latest.selection_robustness - previous.selection_robustness as selection_robustness_delta,
     latest.surface_redundancy - previous.surface_redundancy as surface_redundancy_delta,
