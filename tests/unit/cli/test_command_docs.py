@@ -1,0 +1,50 @@
+"""Every command the CLI has, and every option it takes, is in docs/commands.md's table, and
+every command in the README's: a command added or renamed fails here until the pages follow."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.core
+import typer.main
+
+from pipeline.cli import app
+from tests.paths import ROOT
+
+COMMANDS = typer.main.get_command(app)
+assert isinstance(COMMANDS, typer.core.TyperGroup)
+NAMES = sorted(COMMANDS.commands)
+
+
+def table_rows(text: str) -> dict[str, str]:
+    """Each command table row by its command's name: `name ...` or `python -m pipeline name`."""
+    rows = {}
+    for line in text.splitlines():
+        found = re.match(r"\| `(?:python -m pipeline )?([a-z-]+)\b([^`]*)`", line)
+        if found:
+            rows[found.group(1)] = found.group(2)
+    return rows
+
+
+DOCS = table_rows((ROOT / "docs" / "commands.md").read_text("utf-8"))
+README = table_rows((ROOT / "README.md").read_text("utf-8"))
+
+
+def test_the_cli_has_commands() -> None:
+    assert {"run", "ingest", "score", "check", "surface-diff"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_command_is_in_both_tables(name: str) -> None:
+    assert name in DOCS, f"docs/commands.md has no row for {name}"
+    assert name in README, f"the README's command table has no row for {name}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_options_a_row_shows_are_the_commands(name: str) -> None:
+    command = COMMANDS.commands[name]
+    options = {flag for param in command.params for flag in getattr(param, "opts", ())}
+    for row in (DOCS[name], README[name]):
+        shown = set(re.findall(r"--[a-z-]+", row))
+        assert shown <= options, f"{name}: {sorted(shown - options)} are not its options"
