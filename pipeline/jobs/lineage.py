@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core import repeatable
 from pipeline.storage.store import LakeStore
 from pipeline.tasks.formulas import STATUS_SCORED
 
@@ -79,9 +80,9 @@ def diff_by_env_type(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFra
             pass_flipped=flipped.sum(),
             now_passing=(flipped & pl.col("passed_to")).sum(),
             now_failing=(flipped & pl.col("passed_from")).sum(),
-            mean_score_from=pl.col("score_from").mean(),
-            mean_score_to=pl.col("score_to").mean(),
-            mean_change=(pl.col("score_to") - pl.col("score_from")).mean(),
+            mean_score_from=repeatable.mean("score_from"),
+            mean_score_to=repeatable.mean("score_to"),
+            mean_change=repeatable.mean(pl.col("score_to") - pl.col("score_from")),
         )
         .sort("env_type")
     )
@@ -91,7 +92,7 @@ def ranking_moves(runs: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame)
     """Agent versions ranked by mean score under each rubric, and how far each moved."""
     paired = _paired(runs, before, after)
     means = paired.group_by("agent", "agent_version").agg(
-        mean_from=pl.col("score_from").mean(), mean_to=pl.col("score_to").mean()
+        mean_from=repeatable.mean("score_from"), mean_to=repeatable.mean("score_to")
     )
     return (
         means.with_columns(

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.jobs.lineage import diff_by_env_type, ranking_moves
+from tests.examples import examples
 
 RUNS = pl.LazyFrame(
     {
@@ -56,3 +59,34 @@ def test_ranking_moves_rank_by_mean_and_say_how_far() -> None:
     ]
     flipped = ranking_moves(RUNS, AFTER, BEFORE).collect()
     assert flipped["mean_from"].to_list() == pytest.approx([0.8, 0.2])
+
+
+@given(st.permutations(range(40)), st.permutations(range(40)))
+@settings(max_examples=examples(30), deadline=None)
+def test_means_and_ranks_do_not_depend_on_row_order(first: list[int], second: list[int]) -> None:
+    """Two versions with the same scores (one a copy of the other) tie whatever order their
+    rows arrive in: the same bits, the same rank, nobody moved."""
+    values = [((i * 7919) % 1000) / 997 for i in range(20)]
+    runs = pl.DataFrame(
+        {
+            "run_id": [f"{v}-{i}" for v in ("1", "2") for i in range(20)],
+            "agent": "a",
+            "agent_version": [v for v in ("1", "2") for _ in range(20)],
+            "env_type": "exploit",
+        }
+    )
+    graded = pl.DataFrame(
+        {
+            "run_id": runs["run_id"],
+            "score": values * 2,
+            "passed": [True] * 40,
+            "status": ["scored"] * 40,
+        }
+    )
+    before, after = graded[first].lazy(), graded[second].lazy()
+    moves = ranking_moves(runs[second].lazy(), before, after).collect()
+    assert moves["mean_from"].n_unique() == moves["mean_to"].n_unique() == 1
+    assert moves.select("rank_from", "rank_to", "moved").rows() == [(1, 1, 0), (1, 1, 0)]
+    by_env = diff_by_env_type(runs[first].lazy(), before, after).collect()
+    again = diff_by_env_type(runs.lazy(), graded.lazy(), graded.lazy()).collect()
+    assert by_env.equals(again)
