@@ -134,6 +134,10 @@ def nightly(
 
     summary = job.nightly(inbox, lake, chosen, engine=runner, settings=settings)
     printing.print_nightly_summary(console, summary)
+    if summary.check_ok is False:
+        # The night's work is committed; what the check found is for a person (cron mails a
+        # failing job's output), not for the next night to pass over.
+        raise typer.Exit(EXIT_FAILED)
 
 
 def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:

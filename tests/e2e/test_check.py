@@ -128,14 +128,17 @@ def test_views_an_analyst_added_are_counted_whatever_their_names(lake: Path) -> 
 
 @pytest.mark.slow
 def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
-    """A landed run's line also sitting in the quarantine breaks 'one state per line'."""
+    """A landed run's line (its place and its text) also sitting in the quarantine breaks
+    'one state per line'."""
     import polars as pl
 
     runs = pl.read_parquet(next(p for p in (lake / "task_runs").glob("*.parquet")))
     quarantine_file = next(p for p in (lake / "quarantine").glob("*.parquet") if p.stem != "empty")
     quarantine = pl.read_parquet(quarantine_file)
     twin = quarantine.head(1).with_columns(
-        source=pl.lit(runs["source"][0]), line=pl.lit(runs["line"][0], dtype=pl.Int64)
+        source=pl.lit(runs["source"][0]),
+        line=pl.lit(runs["line"][0], dtype=pl.Int64),
+        raw=pl.lit(runs["record"][0]),
     )
     pl.concat([quarantine, twin]).write_parquet(quarantine_file)
     manifest = lake / "_parts" / f"{quarantine_file.stem}.json"
@@ -145,6 +148,63 @@ def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
     code, found = violations(lake)
     assert code == 1
     assert any("line both landed and quarantined" in v for v in found), found
+
+
+@pytest.mark.slow
+def test_a_rewritten_inbox_file_is_one_line_a_place_per_version(tmp_path: Path) -> None:
+    """An inbox file rewritten after a night landed it: its changed line is quarantined (its
+    run_id landed with other content), and a line inserted before others moves them. The
+    same place holds other text in each version, so each version's line is in one place and
+    the check holds (it had named them 'both landed and quarantined')."""
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    inbox.mkdir()
+    lines = (SAMPLE / "tasks" / "atlas.jsonl").read_text("utf-8").splitlines()[:6]
+    day = inbox / "day.jsonl"
+    day.write_text("\n".join([lines[0], "{not json", lines[1]]) + "\n", encoding="utf-8")
+    assert invoke("run", str(SAMPLE / "bad"), "--lake", str(lake))[0] == 0
+    assert invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))[0] == 0
+    changed = lines[0].replace('"cost_usd":', '"cost_usd":1', 1)
+    assert changed != lines[0]
+    day.write_text("\n".join([changed, lines[2], "{not json", lines[1]]) + "\n", encoding="utf-8")
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    assert "lake check: all invariants hold" in output, output
+    # Both versions' lines are where they belong: line 1 landed as first read, and its new
+    # text quarantined; line 3 landed as first read, and the line moved there quarantined.
+    code, rows = invoke(
+        "query",
+        "select q.line, q.reason like '%already landed with different content%' as clash "
+        "from quarantine as q join task_runs as r using (source, line) "
+        "where source like '%/inbox/day.jsonl' order by q.line",
+        "--lake",
+        str(lake),
+        "--json",
+    )
+    assert code == 0, rows
+    assert json.loads(rows) == [{"line": 1, "clash": True}, {"line": 3, "clash": False}]
+    assert violations(lake) == (0, [])
+
+
+@pytest.mark.slow
+def test_a_nightly_whose_closing_check_fails_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The night's work is done and committed; the violation is printed and the exit is 1,
+    so cron reports it. (A violation planted in the checker: the real ones a nightly cannot
+    leave are each tested where they are found.)"""
+    from pipeline.jobs import check as checker
+
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    shutil.copytree(SAMPLE / "tasks", inbox)
+    assert invoke("run", str(SAMPLE / "bad"), "--lake", str(lake))[0] == 0
+    monkeypatch.setitem(checker.CHECKS, "lines", lambda lake: ["a planted violation"])
+    code, output = invoke("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert code == 1, output
+    assert "check: lines: a planted violation" in output
+    assert "lake check: VIOLATIONS" in output
+    summary = json.loads(next((lake / "_runs").glob("nightly-*.json")).read_text())
+    assert summary["check_ok"] is False
+    assert summary["landed_task_runs"] > 0
 
 
 @pytest.mark.slow
