@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 N ?= 100000
 # The hostile shapes at a size that took main down or near it; `HOSTILE=` for every shape at full scale.
-HOSTILE ?= components=30000 metadata_list=100000 findings=10000 real_600_tools=1 empty_objects=2000000 gzip_bomb=100000000 long_line=1000000000 sparse=3000000000 int64=3
+HOSTILE ?= components=30000 metadata_list=100000 findings=10000 real_600_tools=1 empty_objects=2000000 gzip_bomb=100000000 gzip_renamed=100000000 long_line=1000000000 sparse=3000000000 int64=3
 
 .PHONY: setup setup-dev run test test-fast test-soak lint typecheck format bench bench-hostile bench-hostile-mixed sample clean
 

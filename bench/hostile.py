@@ -126,6 +126,13 @@ def gzip_bomb(folder: Path, scale: int) -> Path:
     return path
 
 
+def gzip_renamed(folder: Path, scale: int) -> Path:
+    """The same gzip bomb under a plain .jsonl name (`gzip -c x > y.jsonl`): a reader that
+    takes the name's word reads it as text, and Polars' line scanner inflated it whole."""
+    bomb = gzip_bomb(folder, scale)
+    return bomb.rename(folder / f"renamed-bomb-{scale}.jsonl")
+
+
 def one_long_line(folder: Path, scale: int) -> Path:
     """A gzip file expanding to one line of ``scale`` bytes (no newline inside)."""
     path = folder / f"long-line-{scale}.jsonl.gz"
@@ -184,6 +191,7 @@ SHAPES: dict[str, Callable[[Path, int], Path]] = {
     "findings": many_findings,
     "empty_objects": empty_objects,
     "gzip_bomb": gzip_bomb,
+    "gzip_renamed": gzip_renamed,
     "long_line": one_long_line,
     "sparse": sparse_file,
     "int64": int64_overflow,

@@ -40,6 +40,7 @@ FULL_SCALE = {
     "findings": 10_000,
     "empty_objects": 21_000_000,
     "gzip_bomb": 1_000_000_000,
+    "gzip_renamed": 1_000_000_000,
     "long_line": 4 * GIB,
     "sparse": 3_000_000_000,
     "int64": 3,
@@ -54,6 +55,7 @@ MIXED_SCALE = {
     "metadata_list": 100_000,
     "empty_objects": 21_000_000,
     "gzip_bomb": 1_000_000_000,
+    "gzip_renamed": 1_000_000_000,
     "int64": 3,
 }
 
@@ -106,10 +108,13 @@ def measure(inputs: list[Path], lake: Path, cap_bytes: int) -> tuple[int, float,
 
 def lines_in(path: Path) -> int:
     """Input lines of one file as the reader numbers them (a report is one; a last line
-    without a newline counts), read in blocks; gzip through every member."""
+    without a newline counts), read in blocks; gzip (by name or by its bytes) through every
+    member."""
     if path.name.endswith(".json"):
         return 1
-    opener = gzip.open if path.name.endswith(".gz") else open
+    with open(path, "rb") as probe:
+        compressed = probe.read(2) == b"\x1f\x8b"  # gzip bytes are gzip whatever the name
+    opener = gzip.open if path.name.endswith(".gz") or compressed else open
     count, last = 0, b"\n"
     with opener(path, "rb") as handle:
         while block := handle.read(16 * 1024 * 1024):

@@ -19,6 +19,7 @@ from pipeline import surface
 from pipeline.core.sql import connect
 from pipeline.ingest.classify import classify
 from pipeline.ingest.quarantine import quarantine_rows
+from pipeline.sources.blocks import GZIP_MAGIC
 from pipeline.sources.lines import Lines
 from pipeline.tasks.parse import accepted_keys, task_tables
 from schemas import checked
@@ -65,11 +66,13 @@ def unterminated_notes(files: Sequence[Path]) -> list[str]:
             if path.suffix != LINE_FILE_SUFFIX or path.stat().st_size == 0:
                 continue
             with open(path, "rb") as handle:
+                first = handle.read(len(GZIP_MAGIC))
                 handle.seek(-1, os.SEEK_END)
                 last = handle.read(1)
         except OSError:
             continue  # the reader reports a file it cannot open
-        if last != b"\n":
+        # gzip bytes are read as gzip whatever the name (sources/blocks.py), and checked there.
+        if last != b"\n" and first != GZIP_MAGIC:
             notes.append(
                 f"{path}: the last line has no newline; it may have been cut while the "
                 "file was being written (read the file again once it is complete)"

@@ -43,7 +43,10 @@ def byte_blocks(path: Path, max_expanded: int) -> Iterator[tuple[bytes, Event | 
     """The file's bytes in blocks, decompressed; an event ends the blocks."""
     try:
         with open(path, "rb") as handle:
-            if not path.name.endswith(".gz"):
+            # gzip bytes are inflated (within the expansion limit) whatever the file's name:
+            # a `gzip -c x.jsonl > y.jsonl` is still its lines, and read as text its few
+            # kilobytes could stand for gigabytes.
+            if not path.name.endswith(".gz") and handle.peek(2)[:2] != GZIP_MAGIC:
                 while block := handle.read(READ_BLOCK_BYTES):
                     yield block, None
                 return

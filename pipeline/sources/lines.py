@@ -40,11 +40,15 @@ def split_text(data: bytes) -> pl.DataFrame:
     block with bad bytes pays for a decode per line, so that the raw text in
     quarantine still shows a person which bytes were wrong.
     """
+    # Polars' scanner inflates a buffer that starts like gzip, zlib or zstd data, and fails on
+    # text that only starts like it ("x^" is a zlib header): a buffer that does not start
+    # with a record's "{" reaches it behind a newline, whose empty line is dropped.
+    guarded = not data.startswith(b"{")
     try:
-        lines = pl.scan_lines(data, name="raw").collect()
+        lines = pl.scan_lines(b"\n" + data if guarded else data, name="raw").collect()
     except pl.exceptions.ComputeError:
         return _split_bad_text(data)
-    return lines.with_columns(not_utf8=pl.lit(False))
+    return lines.slice(int(guarded)).with_columns(not_utf8=pl.lit(False))
 
 
 def _split_bad_text(data: bytes) -> pl.DataFrame:

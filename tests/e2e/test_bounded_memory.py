@@ -100,6 +100,7 @@ def test_one_run_over_a_folder_mixing_every_shape_lands_and_counts_everything() 
         "metadata_list": 60_000,
         "empty_objects": 20_000,
         "gzip_bomb": 1_000_000,
+        "gzip_renamed": 300_000,
         "int64": 3,
     }
     result = run_mixed(small, good_runs=30, cap_bytes=4 * GIB)

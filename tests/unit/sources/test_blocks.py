@@ -65,3 +65,14 @@ def test_a_file_that_cannot_be_opened_is_one_event(tmp_path: Path) -> None:
     data, event = _read(tmp_path / "gone.jsonl")
     assert data == b""
     assert isinstance(event, Rest) and event.reason.startswith("could not read the file (")
+
+
+def test_gzip_bytes_are_inflated_whatever_the_files_name(tmp_path: Path) -> None:
+    # `gzip -c x.jsonl > y.jsonl`: its lines, within the same expansion limit as a .gz
+    # (read as text, a few kilobytes of it could stand for gigabytes).
+    path = tmp_path / "y.jsonl"
+    path.write_bytes(gzip.compress(b"1\n2\n"))
+    assert _read(path) == (b"1\n2\n", None)
+    path.write_bytes(gzip.compress(b"x" * 1000))
+    data, event = _read(path, max_expanded=100)
+    assert (data, isinstance(event, Rest)) == (b"x" * 100, True)

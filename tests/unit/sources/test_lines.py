@@ -3,13 +3,17 @@ skipped to its newline, and what a stream that ended early does to the last line
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.sources.blocks import Cut, Event, Rest
 from pipeline.sources.limits import ReadLimits
 from pipeline.sources.lines import LineCutter, split_text
+from tests.examples import examples
 
 LIMITS = ReadLimits(record_bytes=8, report_bytes=100, depth=64, expanded_bytes=1000)
 
@@ -61,3 +65,21 @@ def test_a_file_unreadable_from_the_start_is_one_entry_at_line_zero() -> None:
 def test_bad_utf8_is_kept_as_escapes_and_flagged() -> None:
     split = split_text(b"ok\n\xff\xfe\n")
     assert split.rows() == [("ok", False), ("\\xff\\xfe", True)]
+
+
+def test_text_that_starts_like_compressed_data_is_split_as_text() -> None:
+    # Polars' scanner inflates (or fails on) a buffer starting with a gzip, zlib or zstd
+    # header: "x^" and "x\x01" are zlib headers, and its zlib read of "x\x01abc" gave no line.
+    assert split_text(b"x^hello\nworld\n").rows() == [("x^hello", False), ("world", False)]
+    assert split_text(b"x\x01abc\n").rows() == [("x\x01abc", False)]
+    assert split_text(b"\x28\xb5\x2f\xfdz\n").rows() == [("(\\xb5/\\xfdz", True)]
+    assert split_text(zlib.compress(b'{"a":1}\n'))["not_utf8"].any()
+    assert split_text(b"\n\nq").rows() == [("", False), ("", False), ("q", False)]
+    assert split_text(b"").height == 0
+
+
+@given(st.lists(st.text(alphabet=st.characters(exclude_characters="\n\r")), max_size=8))
+@settings(max_examples=examples(100), deadline=None)
+def test_every_line_of_utf8_text_comes_back_as_it_was(lines: list[str]) -> None:
+    data = "".join(f"{line}\n" for line in lines).encode("utf-8")
+    assert split_text(data)["raw"].to_list() == lines
