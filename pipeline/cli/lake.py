@@ -128,6 +128,8 @@ def nightly(
     runner = engine_or_exit(engine, spark_master)
     lake_or_exit(lake)
     chosen = rubric_or_exit(rubric, lake)
+    if inbox.exists() and not inbox.is_dir():
+        raise usage_error(f"--inbox is not a folder: {inbox}")
     inputs_or_exit([inbox], lake)
     from pipeline.cli import printing
     from pipeline.jobs import nightly as job

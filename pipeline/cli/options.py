@@ -121,17 +121,21 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 
 
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
-    """Every INPUT exists and names at least one input file, else exit 2 naming it."""
-    from pipeline.sources.discover import INPUT_SUFFIXES, expand_inputs
+    """Every INPUT exists and names at least one input file, else exit 2 naming it (and why
+    an input given was not read: a symbolic link, not a regular file)."""
+    from pipeline.sources.discover import INPUT_SUFFIXES, scan_inputs
 
-    missing = [str(p) for p in inputs if not p.exists()]
+    missing = [str(p) for p in inputs if not p.exists() and not p.is_symlink()]
     if missing:
-        raise usage_error(", ".join(missing), label="no such input")
-    empty = [str(p) for p in inputs if not expand_inputs([p], lake)]
-    if empty:
-        raise usage_error(
-            f"no input files ({', '.join('*' + s for s in INPUT_SUFFIXES)}) in {', '.join(empty)}"
-        )
+        raise usage_error(f"no such input: {', '.join(missing)}")
+    for given in inputs:
+        scanned = scan_inputs([given], lake)
+        if not scanned.files:
+            suffixes = ", ".join("*" + s for s in INPUT_SUFFIXES)
+            why = [note for note in scanned.skipped if note.startswith(f"{given}: ")]
+            raise usage_error(
+                f"no input files ({suffixes}) in {given}" + "".join(f"; {w}" for w in why)
+            )
     return inputs
 
 

@@ -4,7 +4,7 @@ each chunk landed as one part, all in one transaction; every line accounted for.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.compare import regressions as version_regressions
@@ -31,24 +31,29 @@ def ingest_locked(
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     settings: Settings | None = None,
-    extra_state: dict[str, object] | None = None,
+    extra_state: Callable[[set[str]], dict[str, object]] | None = None,
     refresh_regressions: bool = False,
+    discovered: bool = False,
 ) -> IngestReport:
     """ingest(), for a caller that already holds the lake's lock.
 
-    ``extra_state`` names state documents written in the same transaction (the
-    nightly ledger), so they hold exactly when the lines landed.
+    ``extra_state`` gives state documents written in the same transaction (the nightly
+    ledger), so they hold exactly when the lines landed; it is given the input files
+    (source names) the system would not let us read, which are not done with.
 
     With ``refresh_regressions`` (an ingest that no scoring follows) the lake's
     version_regressions table is rebuilt in the same transaction: new runs can
     add a version and so change which versions are consecutive.
+
+    ``discovered`` inputs were found by the caller's own scan (``scan_inputs``): one gone
+    since is quarantined whole as unreadable instead of refusing the whole ingest.
     """
     started = time.perf_counter()
     chosen = settings or current_settings()
     env_rubric = lake_rubric(lake, rubric)
     store = LakeStore(lake)
     batch_id = lk.new_batch_id()
-    scanned = scan_inputs(inputs, lake)
+    scanned = scan_inputs(inputs, lake, discovered=discovered)
     files = scanned.files
     known = evolution.known_names(lake)
     with lk.Transaction(lake) as tx:
@@ -62,8 +67,9 @@ def ingest_locked(
         lander.land_all(progress(chunks, "ingesting"))
         if any(lander.found.values()):
             evolution.remember(tx, lake, lander.found, known)
-        for name, document in (extra_state or {}).items():
-            store.stage_state(tx, name, document)
+        if extra_state is not None:
+            for name, document in extra_state(lander.unread_sources()).items():
+                store.stage_state(tx, name, document)
         scored_under = current_rubric(lake) if refresh_regressions else None
         if scored_under is not None:
             version_regressions.stage(lake, scored_under.rubric_id, tx)

@@ -31,6 +31,7 @@ from pipeline.jobs.earlier import (
     earlier_runs,
     superseded_quarantine,
 )
+from pipeline.sources.blocks import UNREADABLE
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
@@ -74,6 +75,15 @@ class Lander:
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
+
+    def unread_sources(self) -> set[str]:
+        """The input files the system would not let us read (quarantined whole at line 0)."""
+        if not self.outcomes:
+            return set()
+        whole = pl.concat(self.outcomes).filter(
+            pl.col("whole") & pl.col("reason").str.starts_with(UNREADABLE)
+        )
+        return set(whole["source"].to_list())
 
     def land_all(self, chunks: Iterable[Lines], builders: int = BUILDERS) -> None:
         """Land ``chunks`` in their order, each as ``land`` would.

@@ -23,7 +23,7 @@ from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestCounts, IngestReport
 from pipeline.jobs.score import pending_parts, score_locked
 from pipeline.rubric import Rubric
-from pipeline.sources.discover import scan_inputs
+from pipeline.sources.discover import scan_inputs, source_name
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
 from pipeline.storage.store import LakeStore
@@ -58,13 +58,24 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def _digest_or_none(path: Path) -> str | None:
+    try:
+        return file_digest(path)
+    except OSError:
+        return None
+
+
 def read_ledger(lake: Path) -> dict[str, dict[str, object]]:
     ledger: dict[str, dict[str, object]] = LakeStore(lake).read_state(LEDGER, {})
     return ledger
 
 
 def _ledger_entry(path: Path, started: datetime) -> dict[str, object]:
-    return {"path": str(path), "size": path.stat().st_size, "first_seen": started.isoformat()}
+    try:
+        size: int | None = path.stat().st_size
+    except OSError:  # read whole, then removed: its lines are in; its size is not known
+        size = None
+    return {"path": str(path), "size": size, "first_seen": started.isoformat()}
 
 
 def _add_ingest(summary: NightlySummary, report: IngestReport) -> None:
@@ -91,9 +102,11 @@ def nightly(
             scanned = scan_inputs([inbox], lake)
             files = scanned.files
             notes.extend(scanned.skipped)
-            digests = {path: file_digest(path) for path in files}
+            digests = {path: _digest_or_none(path) for path in files}
             ledger = read_ledger(lake)
-            new = [path for path in files if digests[path] not in ledger]
+            # A file that cannot be read now is ingested (quarantined whole, with why) and
+            # left out of the ledger, so a later night reads it again.
+            new = [path for path in files if digests[path] is None or digests[path] not in ledger]
         before = current_rubric(lake)
         rubric = lake_rubric(lake, rubric)
         summary = NightlySummary(
@@ -115,10 +128,21 @@ def nightly(
                 build_warehouse(lake, rubric.rubric_id)
         else:
             if new:
-                entries = {digests[path]: _ledger_entry(path, started) for path in new}
+                read = {path: digest for path, digest in digests.items() if digest is not None}
+
+                def ledger_after(unread: set[str]) -> dict[str, object]:
+                    """The ledger with every new file read whole; one the system would not
+                    let the ingest read (gone or locked since it was hashed) stays out."""
+                    entries = {
+                        read[path]: _ledger_entry(path, started)
+                        for path in new
+                        if path in read and source_name(path) not in unread
+                    }
+                    return {LEDGER: {**ledger, **entries}}
+
                 with timed(seconds, "ingest"):
                     report = ingest_locked(
-                        new, lake, rubric, extra_state={LEDGER: {**ledger, **entries}}
+                        new, lake, rubric, extra_state=ledger_after, discovered=True
                     )
                 _add_ingest(summary, report)
                 notes.extend(report.notes)

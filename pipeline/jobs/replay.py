@@ -37,6 +37,7 @@ from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
 from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
+from pipeline.sources.blocks import UNREADABLE
 from pipeline.sources.lines import LINE_SCHEMA
 from pipeline.sources.problems import lines_of_text
 from pipeline.storage import lake as lk
@@ -55,7 +56,7 @@ NOT_REPLAYABLE = (
     "not a readable gzip file",
     "decompressed past the limit",
     "trailing bytes after the end of the gzip data",
-    "could not read the file",
+    UNREADABLE,
 )
 
 

@@ -14,6 +14,9 @@ from pipeline.core.settings import MAX_EXPANDED_BYTES_ENV
 from pipeline.sources.limits import KEPT_PREFIX_BYTES
 
 READ_BLOCK_BYTES = 16 * 1024 * 1024
+# The reason a file the system would not let us read (gone, no permission) is quarantined
+# with, at line 0: unlike every other reason, reading it again may land it.
+UNREADABLE = "could not read the file"
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -52,7 +55,7 @@ def byte_blocks(path: Path, max_expanded: int) -> Iterator[tuple[bytes, Event | 
                 return
             yield from _gzip_blocks(handle, max_expanded)
     except OSError as exc:
-        yield b"", Rest(f"could not read the file ({exc.strerror or exc}): the rest is not read")
+        yield b"", Rest(f"{UNREADABLE} ({exc.strerror or exc}): the rest is not read")
 
 
 def _gzip_blocks(handle: BinaryIO, max_expanded: int) -> Iterator[tuple[bytes, Event | None]]:

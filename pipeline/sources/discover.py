@@ -63,12 +63,17 @@ def source_name(path: Path) -> str:
     return str(path.resolve())
 
 
-def scan_inputs(inputs: Sequence[Path], lake: Path | None = None) -> Inputs:
+def scan_inputs(
+    inputs: Sequence[Path], lake: Path | None = None, *, discovered: bool = False
+) -> Inputs:
     """Files as given; directories as every input file below them, in sorted order.
 
-    Symbolic links (given, or met in a folder) are skipped with a note, never read.
-    Each file is resolved, and named once however many inputs name it; a folder that
-    holds the ``lake`` does not give the lake's own files (its state is JSON).
+    Symbolic links (given, or met in a folder) and anything else that is not a regular file
+    or a folder are skipped with a note, never read. Each file is resolved, and named once
+    however many inputs name it; a folder that holds the ``lake`` does not give the lake's
+    own files (its state is JSON). An input that does not exist is refused, unless the
+    inputs were ``discovered`` by a scan of this command (a nightly's inbox): one gone
+    since is read, and quarantined whole as unreadable, like a file that vanishes later.
     """
     own = lake.resolve() if lake is not None else None
     files: list[Path] = []
@@ -84,8 +89,10 @@ def scan_inputs(inputs: Sequence[Path], lake: Path | None = None) -> Inputs:
                 if own is None or not p.is_relative_to(own)
             )
             skipped.extend(found.skipped)
-        elif item.is_file():
+        elif item.is_file() or (discovered and not item.exists()):
             files.append(item.resolve())
+        elif item.exists():
+            skipped.append(_skip_note(item, "not a regular file"))
         else:
             raise InputError(f"no such input: {item}")
     return Inputs(files=list(dict.fromkeys(files)), skipped=skipped)

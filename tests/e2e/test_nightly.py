@@ -226,3 +226,57 @@ def test_killed_at_seeded_points_then_rerun_gives_the_uninterrupted_warehouse(
         assert warehouse_state(lake) == expected, f"crash point {point}"
         assert not list(lake.rglob(".*.tmp"))
         assert not (lake / "_staging").exists() or not any((lake / "_staging").iterdir())
+
+
+@pytest.mark.slow
+def test_a_file_gone_between_the_scan_and_its_reading_is_read_by_a_later_night(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file removed (or locked) after the night hashed it is quarantined whole with why,
+    the rest lands, and the ledger does not hold it: once it is back, the next night reads
+    it and its runs land (the ledger had recorded it as read, and no night read it again)."""
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
+    late = inbox / "late.jsonl"
+    shutil.copy(SAMPLE / "tasks" / "atlas.jsonl", late)
+    kept = tmp_path / "kept.jsonl"
+    hashed = nightly.file_digest
+
+    def hash_then_lose(path: Path) -> str:
+        digest = hashed(path)
+        if path.name == late.name:
+            late.rename(kept)  # gone before the ingest opens it
+        return digest
+
+    monkeypatch.setattr(nightly, "file_digest", hash_then_lose)
+    first = nightly.nightly(inbox, lake, DEFAULT)
+    monkeypatch.setattr(nightly, "file_digest", hashed)
+    assert first.landed_task_runs > 0
+    assert any(f"{late.resolve()}: could not read the file" in note for note in first.notes)
+    assert str(late) not in {entry["path"] for entry in nightly.read_ledger(lake).values()}
+    kept.rename(late)
+    second = nightly.nightly(inbox, lake, DEFAULT)
+    assert (second.files_new, second.landed_task_runs) == (1, 160)
+    assert second.check_ok, second.check_violations
+
+
+@pytest.mark.slow
+def test_a_file_that_cannot_be_hashed_does_not_stop_the_night(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One inbox file the night cannot hash (no permission, say) goes to the ingest like any
+    new file, without a ledger entry, and every other file lands (the night had stopped)."""
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
+    shutil.copy(SAMPLE / "tasks" / "atlas.jsonl", inbox / "locked.jsonl")
+    hashed = nightly.file_digest
+
+    def refuse(path: Path) -> str:
+        if path.name == "locked.jsonl":
+            raise PermissionError(13, "Permission denied", str(path))
+        return hashed(path)
+
+    monkeypatch.setattr(nightly, "file_digest", refuse)
+    summary = nightly.nightly(inbox, lake, DEFAULT)
+    assert summary.files_new == summary.files_in_inbox
+    assert summary.landed_task_runs > 160  # the locked file's 160 runs and cinder's
+    paths = {entry["path"] for entry in nightly.read_ledger(lake).values()}
+    assert str(inbox / "locked.jsonl") not in paths and paths

@@ -1,0 +1,61 @@
+"""Inputs that name nothing to read are refused before any work (exit 2), on one line that
+says why: missing, not a folder (an inbox), a symbolic link or not a regular file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.storage.lake import LAKE_MARKER
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    lake = tmp_path / "lake"
+    (lake / LAKE_MARKER).parent.mkdir(parents=True)
+    (lake / LAKE_MARKER).write_text("{}")
+    return lake
+
+
+def refused(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("usage: "), line
+    return line
+
+
+def test_a_missing_input(tmp_path: Path, lake: Path) -> None:
+    gone = tmp_path / "gone.jsonl"
+    assert refused("run", str(gone), "--lake", str(lake)) == f"usage: no such input: {gone}"
+
+
+def test_an_inbox_that_is_a_file(tmp_path: Path, lake: Path) -> None:
+    file = tmp_path / "inbox.jsonl"
+    file.write_text("{}\n")
+    line = refused("nightly", "--inbox", str(file), "--lake", str(lake))
+    assert line == f"usage: --inbox is not a folder: {file}"
+
+
+def test_an_inbox_that_is_a_symbolic_link_says_so(tmp_path: Path, lake: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.jsonl").write_text("{}\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    line = refused("nightly", "--inbox", str(tmp_path / "link"), "--lake", str(lake))
+    assert line.endswith(
+        f"{tmp_path / 'link'}: a symbolic link, skipped unread "
+        + ("(only regular files inside the input folder are read)")
+    )
+
+
+def test_a_fifo_given_is_not_a_regular_file(tmp_path: Path, lake: Path) -> None:
+    fifo = tmp_path / "y.jsonl"
+    os.mkfifo(fifo)
+    line = refused("run", str(fifo), "--lake", str(lake))
+    assert f"{fifo}: not a regular file, skipped unread" in line
