@@ -5,14 +5,17 @@ no run half-applied) and returns every violation as data, one line each:
 
 - parts: every landed file belongs to a part whose manifest lists it, with the
   row count its footer says; no interrupted run is waiting to be finished;
-- lines: every source line is in exactly one place: a run_id lands once, a
-  (source, line) is not both landed and quarantined, nor quarantined twice;
+- lines: every source line is in exactly one place: a run_id lands once, a line (its
+  source, number and text: a rewritten file's place holds other text) is not both landed
+  and quarantined, nor a place quarantined twice;
 - rubric: the current rubric parses to the same content and id, and lineage
   holds the same content under that id;
 - scores: every landed run has a score under the current rubric, and no score
   belongs to a run that is not landed;
 - warehouse: the file opens, was built under the current rubric by this version of
-  the pipeline (its views and tables), and every view answers.
+  the pipeline (its views and tables), holds exactly the lake files a build would load
+  now (a command killed between the lake's commit and the warehouse's leaves it behind),
+  and every view answers.
 """
 
 from __future__ import annotations
@@ -174,13 +177,17 @@ def check_scores(lake: Path) -> list[str]:
     return problems
 
 
+def _first(files: pl.DataFrame) -> str:
+    return str(files["path"].sort().first()) if files.height else "none"
+
+
 def check_warehouse(lake: Path) -> list[str]:
     import duckdb
 
     from pipeline.core.sql import quoted, sql_text
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
-    from pipeline.warehouse.build import OTHER_VERSION, built_by_this_version
+    from pipeline.warehouse.build import OTHER_VERSION, built_by_this_version, unheld
     from pipeline.warehouse.file import meta_value, read_if_usable
 
     path = warehouse_path(lake)
@@ -200,6 +207,16 @@ def check_warehouse(lake: Path) -> list[str]:
             )
         if built_by_this_version(con) is False:
             found.append(OTHER_VERSION.format(lake=lake))
+        elif rubric is not None and built == rubric.rubric_id:
+            changes = unheld(con, lake, rubric.rubric_id)
+            if changes.load.height or changes.drop.height:
+                found.append(
+                    f"the warehouse does not show the lake as it is: {changes.load.height} "
+                    f"lake file(s) not in it (e.g. {_first(changes.load)}), "
+                    f"{changes.drop.height} it holds no longer in the lake; "
+                    f"`python -m pipeline score --lake {lake}` (or any command that writes) "
+                    "brings it up to date"
+                )
         listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()
         names = [name for (name,) in listed]
         counts = [f"select count(*) from {quoted(name)}" for name in names]  # noqa: S608

@@ -303,6 +303,20 @@ def _recorded(lake: Path) -> Held | None:
     return Held(files, document["rubric_id"])
 
 
+def _held_files(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    # Through the Arrow stream, not .pl(): that imports pyarrow (with numpy), ~0.06 s of a
+    # command that has no other use for it.
+    files = pl.DataFrame(con.sql(sql_text("warehouse/files_get.sql")))
+    return files.cast(FILE_COLUMNS)  # type: ignore[arg-type]
+
+
+def unheld(con: duckdb.DuckDBPyConnection, lake: Path, rubric_id: str) -> Changes:
+    """What a build under ``rubric_id`` would load into and drop from the open warehouse
+    file: nothing when it shows the lake as it is (a command killed between the lake's
+    commit and the warehouse's leaves files to load)."""
+    return Changes.between(lake, _held_files(con), lake_files(lake, rubric_id))
+
+
 def _read_held(path: Path) -> Held | None:
     """What the warehouse file at ``path`` holds, when this code can add to it (same
     fingerprint); else None: build from nothing. One opening of the file reads both."""
@@ -310,10 +324,7 @@ def _read_held(path: Path) -> Held | None:
     def read(con: duckdb.DuckDBPyConnection) -> Held | None:
         if not built_by_this_version(con):
             return None
-        # Through the Arrow stream, not .pl(): that imports pyarrow (with numpy), ~0.06 s
-        # of a command that has no other use for it.
-        files = pl.DataFrame(con.sql(sql_text("warehouse/files_get.sql")))
-        return Held(files.cast(FILE_COLUMNS), meta_value(con, "rubric_id"))  # type: ignore[arg-type]
+        return Held(_held_files(con), meta_value(con, "rubric_id"))
 
     return read_if_usable(path, read)
 

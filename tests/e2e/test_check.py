@@ -127,6 +127,31 @@ def test_views_an_analyst_added_are_counted_whatever_their_names(lake: Path) -> 
 
 
 @pytest.mark.slow
+def test_runs_committed_but_not_yet_in_the_warehouse_are_named(lake: Path, tmp_path: Path) -> None:
+    """A command killed after the lake's commit and before the warehouse's rebuild leaves
+    scored runs the views do not show: the check names them (it had said every invariant
+    held while `compare` could not find the new version), and the next command mends it."""
+    from pipeline.jobs.ingest import ingest_locked
+    from pipeline.jobs.score import score_locked
+    from pipeline.storage.rubrics import current_rubric
+
+    new = tmp_path / "new.jsonl"
+    atlas = (SAMPLE / "tasks" / "atlas.jsonl").read_text("utf-8")
+    new.write_text(atlas.replace('"agent_version":"1.4.0"', '"agent_version":"1.5.0"'), "utf-8")
+    rubric = current_rubric(lake)
+    assert rubric is not None
+    ingest_locked([new], lake, rubric)
+    score_locked(lake, rubric, full=False)  # committed and scored; no build follows
+    code, found = violations(lake)
+    assert code == 1
+    (stale,) = found
+    assert stale.startswith("warehouse: the warehouse does not show the lake as it is: ")
+    assert "lake file(s) not in it (e.g. " in stale and "0 it holds no longer" in stale
+    assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
+    assert violations(lake) == (0, [])
+
+
+@pytest.mark.slow
 def test_a_line_in_two_places_is_named(lake: Path, tmp_path: Path) -> None:
     """A landed run's line (its place and its text) also sitting in the quarantine breaks
     'one state per line'."""
