@@ -50,6 +50,20 @@ class Batch:
             schema={"source": pl.String, "line": pl.Int64, "run_id": pl.String}
         )
     )
+    # Lines whose exact text came earlier in the chunk and passed there (counted in
+    # parse_skipped as duplicates of it): should dedupe quarantine the first as a clash with
+    # the lake, they share its fate (row_nr, first_row, source, line, raw).
+    copies: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={
+                "row_nr": pl.UInt32,
+                "first_row": pl.UInt32,
+                "source": pl.String,
+                "line": pl.Int64,
+                "raw": pl.String,
+            }
+        )
+    )
 
 
 # Plain JSON Lines files, whose every line ends in a newline when the writer is done.
@@ -108,7 +122,13 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
     ).sort("row_nr")
     batch.lines_read = frame.height
     batch.blank_lines += blank.height
-    batch.parse_skipped += copies.height - quarantined.height - blank.height
+    passed = fated.filter(pl.col("reason").is_null()).join(blank, on="row_nr", how="anti")
+    batch.parse_skipped += passed.height
+    batch.copies = (
+        passed.join(frame.select("row_nr", "source", "line"), on="row_nr")
+        .select(list(batch.copies.columns))
+        .cast(batch.copies.schema)
+    )
     return batch
 
 

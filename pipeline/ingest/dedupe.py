@@ -115,7 +115,18 @@ def dedupe(
             surface_clash.with_columns(record_kind=pl.lit("surface")),
         ]
     ).select(line_rows(batch.batch_id))
-    every_reject = pl.concat([batch.quarantine, clash_rows.cast(batch.quarantine.schema)])
+    # An exact copy of a clashing line, later in the chunk, clashes as it does: it was
+    # counted as a duplicate of a line that did not land.
+    copy_clashes = batch.copies.join(
+        clash_rows.select(first_row="row_nr", reason="reason", record_kind="record_kind"),
+        on="first_row",
+    ).select(line_rows(batch.batch_id))
+    every_reject = pl.concat(
+        [
+            batch.quarantine,
+            *(rows.cast(batch.quarantine.schema) for rows in (clash_rows, copy_clashes)),
+        ]
+    )
     place = ["source", "line", "raw"]
     after_seen = every_reject.join(
         _seen_rejects(every_reject, landed_quarantine), on="row_nr", how="anti"
@@ -139,6 +150,7 @@ def dedupe(
         skipped_duplicates=task_skipped.height
         + surface_skipped.height
         + batch.parse_skipped
+        - copy_clashes.height
         + landed_again,
         already_quarantined=seen,
     )

@@ -154,6 +154,29 @@ def test_duplicates_skipped_and_clashes_quarantined(tmp_path: Path) -> None:
     assert count(lake, "task_runs") == 3
 
 
+def test_an_exact_copy_of_a_clashing_line_clashes_too(tmp_path: Path) -> None:
+    """A line whose exact text came earlier in the chunk shares its fate, the lake's verdict
+    included: copies of a line that clashes with a landed run (or with an earlier line of the
+    file) are quarantined with its reason, not counted as duplicates of a run never landed;
+    a copy of a line that landed is a duplicate (CONTRACT 8: same run_id, same content)."""
+    lake = tmp_path / "lake"
+    jobs.ingest([write_jsonl(tmp_path / "a.jsonl", lines_of(record("r1")))], lake)
+    other = record("r1", cost_usd=0.5)
+    again = record("r2", cost_usd=0.5)
+    second = write_jsonl(
+        tmp_path / "b.jsonl",
+        lines_of(other, other, record("r2"), again, again, record("r2")),
+    )
+    report = jobs.ingest([second], lake)
+    assert (report.landed_task_runs, report.quarantined, report.skipped_duplicates) == (1, 4, 1)
+    held = quarantine(lake).sort("line")
+    assert held["line"].to_list() == [1, 2, 4, 5]
+    reasons = held["reason"].to_list()
+    assert all("run_id 'r1' already landed with different content" in r for r in reasons[:2])
+    assert all("run_id 'r2' appears again with different content" in r for r in reasons[2:])
+    assert report.lines_read == report.accounted == 6
+
+
 @pytest.mark.slow
 def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path: Path) -> None:
     # A chunk of 1 byte holds one line: each line is compared with what the chunks before
