@@ -17,7 +17,7 @@ import polars as pl
 
 from pipeline import surface
 from pipeline.core.sql import connect
-from pipeline.ingest.classify import classify
+from pipeline.ingest.classify import classify, is_blank
 from pipeline.ingest.quarantine import quarantine_rows
 from pipeline.sources.blocks import GZIP_MAGIC
 from pipeline.sources.lines import Lines
@@ -115,7 +115,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
     fated = copies.join(held, on="first_row", how="left")
     quarantined = fated.filter(pl.col("reason").is_not_null())
     blank = fated.filter(
-        pl.col("reason").is_null() & (pl.col("raw").str.strip_chars().str.len_bytes() == 0)
+        pl.col("reason").is_null() & (is_blank(pl.col("raw")))
     )
     batch.quarantine = pl.concat(
         [batch.quarantine, quarantine_rows(frame, quarantined.drop("raw", "first_row"), batch_id)]

@@ -32,9 +32,18 @@ class Parsed:
     fields: pl.DataFrame  # row_nr and parse_lines.sql's field columns (task records only)
 
 
+# RFC 8259 section 2: the four characters JSON calls whitespace. A line of nothing else is
+# blank; any other (a form feed, a no-break space, U+2028) makes a line that is not JSON.
+JSON_WHITESPACE = " \t\n\r"
+
+
+def is_blank(raw: pl.Expr) -> pl.Expr:
+    return raw.str.strip_chars(JSON_WHITESPACE).str.len_bytes() == 0
+
+
 def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) -> Parsed:
     """Lines to JSON kinds, content hashes and task-grade fields (sql/ingest/parse_lines.sql)."""
-    blank = pl.col("raw").str.strip_chars().str.len_bytes() == 0
+    blank = is_blank(pl.col("raw"))
     candidates = lines.filter(pl.col("problem").is_null() & ~blank.fill_null(False)).select(
         "row_nr", "raw"
     )

@@ -27,6 +27,7 @@ import polars as pl
 
 from pipeline.core.settings import current_settings
 from pipeline.ingest.batch import build_batch, landed_frames
+from pipeline.ingest.classify import is_blank
 from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, row_lines
 from pipeline.jobs.earlier import earlier_runs
@@ -127,7 +128,7 @@ class BlockReplay:
         )
         result = dedupe(batch, *earlier, nothing_held)
         refused = result.batch.quarantine.select("row_nr")
-        blank = lines.frame.filter(pl.col("raw").str.strip_chars().str.len_bytes() == 0)
+        blank = lines.frame.filter(is_blank(pl.col("raw")))
         self.released.append(
             where.join(refused, on="row_nr", how="anti")
             .join(blank.select("row_nr"), on="row_nr", how="anti")

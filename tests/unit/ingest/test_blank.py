@@ -1,0 +1,33 @@
+"""A blank line holds only what JSON calls whitespace (space, tab, CR, LF); a line of any
+other space (a form feed, a no-break space, U+2028) is a line that is not JSON."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.ingest.batch import build_batch
+from pipeline.ingest.classify import is_blank
+from pipeline.sources.lines import Lines
+
+
+def test_only_json_whitespace_is_blank() -> None:
+    raws = ["", " \t ", "\r", "\x0c", "\u00a0", "\u2028", "\u3000", " x "]
+    blank = pl.select(is_blank(pl.Series(raws, dtype=pl.String))).to_series()
+    assert blank.to_list() == [True, True, True, False, False, False, False, False]
+
+
+def test_a_line_of_other_spaces_is_quarantined_not_skipped() -> None:
+    raws = ["", "\u00a0", "\u00a0", "\t"]  # the copy shares its first's fate
+    frame = pl.DataFrame(
+        {
+            "row_nr": pl.Series(range(4), dtype=pl.UInt32),
+            "source": "f.jsonl",
+            "line": pl.Series(range(1, 5), dtype=pl.Int64),
+            "raw": raws,
+            "problem": pl.Series([None] * 4, dtype=pl.String),
+        }
+    )
+    batch = build_batch(Lines(frame=frame, files=["f.jsonl"]), ["exploit"], "b")
+    assert batch.blank_lines == 2
+    assert batch.quarantine["line"].to_list() == [2, 3]
+    assert set(batch.quarantine["reason"]) == {"not valid JSON (the line does not parse)"}
