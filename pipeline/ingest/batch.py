@@ -114,9 +114,7 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
     held = batch.quarantine.select(first_row="row_nr", reason="reason", record_kind="record_kind")
     fated = copies.join(held, on="first_row", how="left")
     quarantined = fated.filter(pl.col("reason").is_not_null())
-    blank = fated.filter(
-        pl.col("reason").is_null() & (is_blank(pl.col("raw")))
-    )
+    blank = fated.filter(pl.col("reason").is_null() & (is_blank(pl.col("raw"))))
     batch.quarantine = pl.concat(
         [batch.quarantine, quarantine_rows(frame, quarantined.drop("raw", "first_row"), batch_id)]
     ).sort("row_nr")

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from pipeline.core.sql import in_batches, run_sql
+from pipeline.sources.lines import JSON_WHITESPACE
 from pipeline.tasks.parse import PARSE_LINES_SQL, parse_marks
 from pipeline.tasks.validate import repeated_keys
 
@@ -32,12 +33,9 @@ class Parsed:
     fields: pl.DataFrame  # row_nr and parse_lines.sql's field columns (task records only)
 
 
-# RFC 8259 section 2: the four characters JSON calls whitespace. A line of nothing else is
-# blank; any other (a form feed, a no-break space, U+2028) makes a line that is not JSON.
-JSON_WHITESPACE = " \t\n\r"
-
-
 def is_blank(raw: pl.Expr) -> pl.Expr:
+    """A line of nothing but JSON's whitespace; any other space (a form feed, a no-break
+    space, U+2028) makes a line that is not JSON."""
     return raw.str.strip_chars(JSON_WHITESPACE).str.len_bytes() == 0
 
 
@@ -56,7 +54,11 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
     )
     non_finite = _non_finite(suspects, con)
     kinds = (
-        lines.select("row_nr", "problem", blank=blank.fill_null(False))
+        # A line the reader already found a problem with is that problem's, even when its
+        # text is blank (an empty report file).
+        lines.select(
+            "row_nr", "problem", blank=(blank & pl.col("problem").is_null()).fill_null(False)
+        )
         .join(
             parsed.select(
                 "row_nr",

@@ -15,6 +15,8 @@ from pipeline.sources.discover import source_name
 from pipeline.sources.limits import KEPT_PREFIX_BYTES, ReadLimits, oversize_reason
 
 UTF8_BOM = b"\xef\xbb\xbf"
+# RFC 8259 section 2: the four characters JSON calls whitespace.
+JSON_WHITESPACE = " \t\n\r"
 
 LINE_SCHEMA = {
     "source": pl.String,
@@ -193,6 +195,9 @@ class LineCutter:
         return row, kept
 
 
+EMPTY_REPORT = "the report file is empty (no JSON object in it)"
+
+
 def report_frames(path: Path, limits: ReadLimits) -> Iterator[tuple[pl.DataFrame, int]]:
     """One report per file: the whole text is the record, at line 1, up to the report limit."""
     source = source_name(path)
@@ -209,7 +214,11 @@ def report_frames(path: Path, limits: ReadLimits) -> Iterator[tuple[pl.DataFrame
     if isinstance(event, Rest) and not carry:
         yield one_line(source, 0, None, event.reason), 0
         return
-    if carry.strip():
+    if carry.removeprefix(UTF8_BOM).strip(JSON_WHITESPACE.encode()):
         flat = bytes(carry.removeprefix(UTF8_BOM)).replace(b"\n", b" ").replace(b"\r", b" ")
         text = split_text(flat + b"\n")
         yield number_lines(text, source, 1, None if event is None else event.reason), len(carry)
+    elif event is None or isinstance(event, Cut):
+        # A report is one object: an empty file (a writer that died before writing it) is
+        # a report that is not there, said at its one line, not passed over.
+        yield one_line(source, 1, snippet(bytes(carry)), EMPTY_REPORT), len(carry)

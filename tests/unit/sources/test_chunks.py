@@ -35,3 +35,16 @@ def test_the_record_limit_is_the_settings_given(tmp_path: Path) -> None:
         "the limit is PIPELINE_MAX_RECORD_BYTES)",
         None,
     ]
+
+
+def test_an_empty_report_file_is_its_one_line_with_why(tmp_path: Path) -> None:
+    # A report is one object: a file with none (a writer that died first) is said, at line 1.
+    (tmp_path / "empty.json").write_bytes(b"")
+    (tmp_path / "spaces.json").write_bytes(b"\xef\xbb\xbf \n\t")
+    (tmp_path / "one.json").write_text('{"a": 1}\n')
+    frame = read_lines(sorted(tmp_path.iterdir())).frame.sort("source")
+    assert frame.select("line", "raw", "problem").rows() == [
+        (1, "", "the report file is empty (no JSON object in it)"),
+        (1, '{"a": 1} ', None),
+        (1, "\ufeff \n\t", "the report file is empty (no JSON object in it)"),
+    ]
