@@ -34,7 +34,13 @@ def _scan_folder(folder: Path) -> Inputs:
     root = folder.resolve()
     files: list[Path] = []
     skipped: list[str] = []
-    for top, dirs, names in os.walk(folder):
+
+    def unlisted(exc: OSError) -> None:
+        # A folder the system will not let us list holds files we cannot name: say so.
+        why = f"could not be listed ({exc.strerror or exc})"
+        skipped.append(_skip_note(Path(exc.filename or folder), why))
+
+    for top, dirs, names in os.walk(folder, onerror=unlisted):
         here = Path(top)
         for name in sorted(dirs):
             if (here / name).is_symlink():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,25 @@ def test_a_file_is_named_by_where_it_is_not_how_it_was_spelled(tmp_path: Path) -
     spelled = tmp_path / "d" / ".." / "a.jsonl"
     (tmp_path / "d").mkdir()
     assert source_name(spelled) == source_name(a) == str(a.resolve())
+
+
+def test_a_folder_that_cannot_be_listed_is_named_in_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "h.jsonl").write_text("{}\n")
+    (tmp_path / "ok.jsonl").write_text("{}\n")
+    listed = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listed(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    found = scan_inputs([tmp_path])
+    assert found.files == [(tmp_path / "ok.jsonl").resolve()]
+    assert found.skipped == [
+        f"{tmp_path / 'locked'}: could not be listed (Permission denied), skipped unread "
+        "(only regular files inside the input folder are read)"
+    ]
