@@ -127,8 +127,9 @@ class QuarantineResolved(Model):
     """
 
     source: str
-    line: pl.Int64 = Field(ge=1)
-    # Null for a block (``reread``), whose quarantine row has no text either.
+    # 0: a whole file the system would not let us read, read since (``superseded``).
+    line: pl.Int64 = Field(ge=0)
+    # Null for a block (``reread``) or a whole file, whose quarantine row has no text either.
     raw: str = Field(nullable=True)
     run_id: str = Field(nullable=True)
     # landed: the line is that run now; duplicate: a run of the same content had landed.

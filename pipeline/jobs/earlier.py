@@ -11,6 +11,7 @@ import polars as pl
 
 from pipeline.ingest.batch import Batch
 from pipeline.ingest.dedupe import touching
+from pipeline.sources.blocks import UNREADABLE
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -74,8 +75,28 @@ def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl
     return touching(held, batch).collect()
 
 
+def earlier_unread(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
+    """The whole-file quarantine rows (source, line 0, raw) of ``batch``'s source files that
+    say the system would not let the file be read (gone, locked): a later reading of the
+    file resolves them."""
+    sources = pl.concat(
+        [batch.quarantine.select("source")]
+        + [batch.tables[table].select("source") for table in lk.RUN_TABLES]
+    ).unique()
+    return (
+        store.landed("quarantine", tx)
+        .filter((pl.col("line") == 0) & pl.col("reason").str.starts_with(UNREADABLE))
+        .join(sources.lazy(), on="source", how="semi")
+        .select("source", "line", "raw")
+        .collect()
+    )
+
+
 def superseded_quarantine(
-    frames: dict[str, pl.DataFrame], held: pl.DataFrame, batch_id: str
+    frames: dict[str, pl.DataFrame],
+    held: pl.DataFrame,
+    batch_id: str,
+    unread: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Quarantine rows whose place (source, line) this batch has read anew.
 
@@ -83,7 +104,8 @@ def superseded_quarantine(
     env type, or a file first read while still being written) is one line in one
     place: its old quarantine row is resolved by the run it became, as a replay does
     (outcome ``landed``). A place quarantined again with other text (the file changed)
-    keeps only the newer row: the older one is ``superseded``.
+    keeps only the newer row: the older one is ``superseded``, and so is an ``unread``
+    row (a file that could not be read) once this batch has read lines of its file.
     """
     earlier = held.filter(pl.col("line") > 0).select("source", "line", "raw")
     landed = pl.concat(
@@ -99,9 +121,29 @@ def superseded_quarantine(
             "source", "line", "raw", run_id=pl.lit(None, pl.String), outcome=pl.lit("superseded")
         )
     )
+    read = pl.concat(
+        [frames[table].select("source") for table in lk.RUN_TABLES]
+        + [
+            frames["quarantine"]
+            .filter((pl.col("line") > 0) | ~pl.col("reason").str.starts_with(UNREADABLE))
+            .select("source")
+        ]
+    )
+    reread = (
+        pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
+        if unread is None
+        else unread.join(read.unique(), on="source", how="semi")
+    ).select("source", "line", "raw", run_id=pl.lit(None, pl.String), outcome=pl.lit("superseded"))
     rows = (
-        pl.concat([relanded.select("source", "line", "raw", "run_id", "outcome"), requarantined])
-        .with_columns(raw=pl.col("raw").fill_null(""), batch_id=pl.lit(batch_id))
+        pl.concat(
+            [
+                pl.concat(
+                    [relanded.select("source", "line", "raw", "run_id", "outcome"), requarantined]
+                ).with_columns(raw=pl.col("raw").fill_null("")),
+                reread,
+            ]
+        )
+        .with_columns(batch_id=pl.lit(batch_id))
         .unique(maintain_order=True)
     )
     return checked(QuarantineResolved, rows)

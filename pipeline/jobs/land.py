@@ -29,6 +29,7 @@ from pipeline.jobs.earlier import (
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
+    earlier_unread,
     superseded_quarantine,
 )
 from pipeline.sources.blocks import UNREADABLE
@@ -150,7 +151,8 @@ class Lander:
             compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
         )
         frames = guarded(landed_frames, result.batch)
-        frames["quarantine_resolved"] = superseded_quarantine(frames, held, self.batch_id)
+        unread = earlier_unread(self.store, batch, self.tx)
+        frames["quarantine_resolved"] = superseded_quarantine(frames, held, self.batch_id, unread)
         return batch, result, frames
 
     def _kept(self) -> pl.DataFrame:

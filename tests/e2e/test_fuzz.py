@@ -227,7 +227,9 @@ def test_empty_and_unreadable_files_are_counted(tmp_path: Path) -> None:
     }
     assert "zero.jsonl.gz" in by_source and "gzip" in by_source["zero.jsonl.gz"]
     assert "not a readable gzip" in by_source["notgzip.jsonl.gz"]
-    assert {"empty.jsonl", "empty.jsonl.gz", "empty.json"}.isdisjoint(by_source)
+    # An empty JSON Lines file has no line; an empty report is a report that is not there.
+    assert {"empty.jsonl", "empty.jsonl.gz"}.isdisjoint(by_source)
+    assert by_source["empty.json"] == "the report file is empty (no JSON object in it)"
 
 
 @pytest.mark.slow

@@ -257,6 +257,16 @@ def test_a_file_gone_between_the_scan_and_its_reading_is_read_by_a_later_night(
     second = nightly.nightly(inbox, lake, DEFAULT)
     assert (second.files_new, second.landed_task_runs) == (1, 160)
     assert second.check_ok, second.check_violations
+    # Read since, the file's "could not read" row is resolved: the quarantine view no longer
+    # says so beside its 160 landed runs.
+    con = duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True)
+    try:
+        unread = "select count(*) from quarantine where source = $1 and line = 0"
+        assert con.execute(unread, [str(late.resolve())]).fetchall() == [(0,)]
+        resolved = "select outcome from quarantine_resolved where source = $1 and line = 0"
+        assert con.execute(resolved, [str(late.resolve())]).fetchall() == [("superseded",)]
+    finally:
+        con.close()
 
 
 @pytest.mark.slow
