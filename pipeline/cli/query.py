@@ -77,7 +77,10 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
 
 
 def query(
-    sql: Annotated[str, typer.Argument(help="SQL: SELECT, FROM, WITH, DESCRIBE, SHOW, EXPLAIN.")],
+    sql: Annotated[
+        str,
+        typer.Argument(help="SQL: SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN."),
+    ],
     lake: LakeOption = DEFAULT_LAKE,
     output: Annotated[
         OutputFormat | None,
@@ -108,6 +111,13 @@ def query(
 
     rows = max_rows or q.DEFAULT_MAX_ROWS
     try:
+        statements = q.check_read_only(sql)
+        if chosen in (OutputFormat.json, OutputFormat.csv) and len(statements) > 1:
+            # Two JSON arrays or two CSV headers in one stream would parse as neither.
+            raise usage_error(
+                f"--format {chosen.value} prints one result: give one statement "
+                f"({len(statements)} given), or use --format table or markdown"
+            )
         results = list(q.run_query(lake, sql, q.QueryLimits(rows, settings)))
     except WarehouseError as exc:
         # No warehouse there (or --lake names a file): the --lake given is not a lake.

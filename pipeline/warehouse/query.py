@@ -108,7 +108,7 @@ def check_read_only(sql: str) -> list[str]:
             raise QueryRefused(
                 f"{_statement_type_name(inner.type)} is not a read-only statement "
                 f"({inner.query.strip()[:80]}); the warehouse is for reading, "
-                "only SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
+                "only SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
             )
         texts.append(statement.query)
     return texts

@@ -315,6 +315,16 @@ def test_two_output_formats_are_a_usage_error(lake: Path, flags: list[str]) -> N
     assert err.startswith("usage: choose one output format") and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("flag", ["--json", "--csv"])
+def test_two_statements_are_one_document_only_as_a_table(lake: Path, flag: str) -> None:
+    # Two JSON arrays (or two CSV headers) in one stream would parse as neither.
+    code, out, err = invoke(lake, "select 1 as a; select 2 as b", flag)
+    assert code == 2 and out == ""
+    assert err.startswith(f"usage: --format {flag[2:]} prints one result: give one statement")
+    code, out, _ = invoke(lake, "select 1 as a; select 2 as b")
+    assert code == 0 and "a" in out and "b" in out
+
+
 def test_a_lake_that_is_a_file_or_has_no_warehouse_is_a_usage_error(tmp_path: Path) -> None:
     file = tmp_path / "lake.txt"
     file.write_text("not a lake")

@@ -1,0 +1,52 @@
+"""The statements `query` runs are named the same wherever a user reads them (its --help,
+its refusal, the README), and each one named is one it runs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.main
+
+from pipeline.cli import app
+from pipeline.warehouse.query import QueryRefused, check_read_only
+from tests.paths import ROOT
+
+NAMED = ["SELECT", "FROM", "WITH", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE", "EXPLAIN"]
+EXAMPLES = {
+    "SELECT": "select 1",
+    "FROM": "from task_runs",
+    "WITH": "with t as (select 1) select * from t",
+    "VALUES": "values (1)",
+    "DESCRIBE": "describe task_runs",
+    "SHOW": "show tables",
+    "SUMMARIZE": "summarize task_runs",
+    "EXPLAIN": "explain select 1",
+}
+
+
+def words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[A-Z]{4,}|FROM|WITH|SHOW", text) if w in EXAMPLES]
+
+
+def test_every_statement_named_runs() -> None:
+    for word in NAMED:
+        assert check_read_only(EXAMPLES[word]), word
+
+
+def test_the_refusal_names_them() -> None:
+    with pytest.raises(QueryRefused) as refused:
+        check_read_only("create table t (x int)")
+    assert words(str(refused.value).split("only ", 1)[1]) == NAMED
+
+
+def test_the_help_names_them() -> None:
+    command = typer.main.get_command(app).commands["query"]  # type: ignore[attr-defined]
+    (sql,) = [p for p in command.params if p.name == "sql"]
+    assert words(sql.help or "") == NAMED
+
+
+def test_the_readme_names_them() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    (listed,) = re.findall(r"only\s+(SELECT/[A-Z/]+)\s+run", readme)
+    assert listed.split("/") == NAMED
