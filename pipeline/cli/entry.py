@@ -7,7 +7,10 @@ refused rubric, before any work; 1 anything else that failed.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -26,6 +29,40 @@ from pipeline.core.stages import set_track
 from pipeline.storage.lake import InputError, LakeBusyError, StateFileError
 
 
+class _ReaderMayLeave:
+    """Standard output a reader may close before the end (`| head`): writes after that go
+    nowhere and the command ends with its own exit code (a gate's verdict too), not with a
+    broken pipe's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def _leave(self) -> None:
+        self._gone = True
+        # The interpreter flushes stdout once more as it exits: that goes nowhere too.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class Commands(TyperGroup):
     """Every way in (``python -m pipeline`` and typer's CliRunner alike) gets the same exit
     codes and one-line errors: a usage error exits 2, anything else that fails exits 1."""
@@ -39,10 +76,14 @@ class Commands(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
+        stdout = sys.stdout
+        sys.stdout = _ReaderMayLeave(stdout)
         try:
             code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         except Exception as exc:
             code = _failure_code(exc)
+        finally:
+            sys.stdout = stdout
         if not standalone_mode:
             return code
         sys.exit(code or EXIT_OK)
