@@ -29,7 +29,7 @@ def rescore_diff(
     rubric_from: Annotated[str, typer.Option("--from", help="rubric_id before.")],
     rubric_to: Annotated[str, typer.Option("--to", help="rubric_id after.")],
     lake: LakeOption = DEFAULT_LAKE,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """What a rubric change did: changed scores and pass/fail by env type, ranking moves."""
     lake_or_exit(lake)
@@ -91,9 +91,9 @@ def surface_diff(
 
 
 def compare(
-    agent: Annotated[str, typer.Option("--agent")],
-    baseline: Annotated[str, typer.Option("--baseline")],
-    candidate: Annotated[str, typer.Option("--candidate")],
+    agent: Annotated[str, typer.Option("--agent", help="The agent, as task_runs.agent names it.")],
+    baseline: Annotated[str, typer.Option("--baseline", help="The version compared against.")],
+    candidate: Annotated[str, typer.Option("--candidate", help="The version judged.")],
     lake: LakeOption = DEFAULT_LAKE,
     as_json: JsonOption = False,
     html: Annotated[
@@ -129,9 +129,9 @@ def compare(
 
 
 def history(
-    agent: Annotated[str, typer.Option("--agent")],
+    agent: Annotated[str, typer.Option("--agent", help="The agent, as task_runs.agent names it.")],
     lake: LakeOption = DEFAULT_LAKE,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Every version of an agent in order, each step's verdict against the one before."""
     lake_or_exit(lake)

@@ -146,7 +146,9 @@ COMMANDS = (
     ("replay-quarantine", lake.replay_quarantine),
 )
 for _name, _command in COMMANDS:
-    app.command(_name)(_command)
+    # The listing shows each docstring's first line whole (click would cut it to fit).
+    _summary = (_command.__doc__ or "").strip().splitlines()[0]
+    app.command(_name, short_help=_summary)(_command)
 
 
 def main() -> None:

@@ -72,7 +72,7 @@ def ingest(
     max_record_bytes: MaxBytesOption = None,
     max_depth: MaxDepthOption = None,
 ) -> None:
-    """Validate and land graded runs; quarantine what is malformed."""
+    """Validate, land and score graded runs; quarantine what is malformed."""
     from pipeline.jobs import commands as jobs
 
     flags = {"max_record_bytes": max_record_bytes, "max_depth": max_depth}
@@ -167,7 +167,7 @@ def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:
 
 
 def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = None) -> None:
-    """Re-ingest quarantined lines (e.g. after adding an env type to the rubric)."""
+    """Re-ingest quarantined lines, say once the rubric knows their env type."""
     settings = settings_or_exit()
     lake_or_exit(lake)
     chosen = rubric_or_exit(rubric, lake)

@@ -48,3 +48,26 @@ def test_the_options_a_row_shows_are_the_commands(name: str) -> None:
     for row in (DOCS[name], README[name]):
         shown = set(re.findall(r"--[a-z-]+", row))
         assert shown <= options, f"{name}: {sorted(shown - options)} are not its options"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_option_says_what_it_does(name: str) -> None:
+    command = COMMANDS.commands[name]
+    silent = [
+        param.name
+        for param in command.params
+        if getattr(param, "opts", None) and not getattr(param, "help", None)
+    ]
+    assert not silent, f"{name}: options without help: {silent}"
+
+
+def test_the_listing_shows_each_commands_summary_whole() -> None:
+    from typer.testing import CliRunner
+
+    listing = CliRunner().invoke(app, ["--help"], terminal_width=80).output
+    text = " ".join(listing.split())
+    for name in NAMES:
+        summary = (COMMANDS.commands[name].callback.__doc__ or "").strip().splitlines()[0]
+        assert " ".join(summary.split()) in text, name
+    commands = listing.split("Commands:", 1)[1]
+    assert "..." not in commands
