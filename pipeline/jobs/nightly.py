@@ -125,7 +125,14 @@ def nightly(
             # or a file another version of the pipeline built. A build that finds nothing
             # to change reads its own record and writes nothing.
             with timed(seconds, "warehouse"):
-                build_warehouse(lake, rubric.rubric_id)
+                built = build_warehouse(lake, rubric.rubric_id)
+            if built.written:
+                how = (
+                    f"{built.files_loaded} lake file(s) loaded, {built.files_dropped} dropped"
+                    if built.incremental
+                    else "built again from nothing"
+                )
+                notes.append(f"the warehouse was behind the lake and is brought up to date ({how})")
         else:
             if new:
                 read = {path: digest for path, digest in digests.items() if digest is not None}
@@ -159,7 +166,9 @@ def nightly(
         summary.check_violations = verdict.violations
         summary.seconds = seconds
         summary.notes = notes
-        stamp = started.strftime("%Y%m%dT%H%M%S%fZ")
-        path = LakeStore(lake).write_run_record(f"nightly-{stamp}", asdict(summary))
-        summary.summary_file = str(path)
+        name = f"nightly-{started.strftime('%Y%m%dT%H%M%S%fZ')}"
+        store = LakeStore(lake)
+        # The record names itself, as the printed summary names it.
+        summary.summary_file = str(store.run_record_path(name))
+        store.write_run_record(name, asdict(summary))
     return summary

@@ -164,7 +164,10 @@ class LakeStore:
     def stage_state(self, tx: lk.Transaction, name: str, document: object) -> None:
         tx.write_json(lk.state_path(self.root, name), document)
 
+    def run_record_path(self, name: str) -> Path:
+        return self.root / "_runs" / f"{name}.json"
+
     def write_run_record(self, name: str, document: object) -> Path:
         """A record of one command's run (``_runs/<name>.json``), outside any transaction:
         it describes the run, it is not part of the lake's data."""
-        return lk.write_json_atomic(document, self.root / "_runs" / f"{name}.json")
+        return lk.write_json_atomic(document, self.run_record_path(name))

@@ -108,6 +108,8 @@ class Build:
     files_dropped: int
     seconds: float
     size_bytes: int
+    # False: the file already showed the lake as it is, and nothing was written.
+    written: bool = True
 
 
 @cache
@@ -434,7 +436,8 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
     empty = pl.DataFrame(schema=FILE_COLUMNS)
     changes = Changes.between(lake, empty if held is None else held.files, wanted)
     changed = changes.load.height or changes.drop.height or changes.redated
-    if held is None or changed or held.rubric_id != rubric_id:
+    written = held is None or bool(changed) or held.rubric_id != rubric_id
+    if held is None or written:
         _write(lake, rubric_id, incremental=held is not None, changes=changes)
         _record_held(lake, Held(changes.wanted, rubric_id))
     elif recorded is None:
@@ -446,4 +449,5 @@ def build_warehouse(lake: Path, rubric_id: str) -> Build:
         files_dropped=changes.drop.height,
         seconds=time.perf_counter() - started,
         size_bytes=warehouse_path(lake).stat().st_size,
+        written=written,
     )

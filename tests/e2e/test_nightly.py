@@ -76,6 +76,7 @@ def test_second_run_does_nothing_and_says_so(tmp_path: Path) -> None:
     assert len(summaries) == 2
     document = json.loads(summaries[0].read_text())
     assert document["rubric_after"] == DEFAULT.rubric_id
+    assert document["summary_file"] == str(summaries[0]) == first.summary_file
     stages = {"scan", "ingest", "score", "warehouse", "score: plan", "score: checks"}
     assert set(document["seconds"]) >= stages | {"score: writes"}
     # The score's parts are inside its whole.
@@ -98,6 +99,11 @@ def test_a_nightly_with_nothing_new_builds_a_warehouse_another_version_built_aga
     assert again.nothing_to_do
     assert again.check_ok, again.check_violations
     assert warehouse_state(lake) == before
+    # It says it did that much; a night with nothing at all to do says nothing of it.
+    assert "the warehouse was behind the lake and is brought up to date (built again from " in (
+        " ".join(again.notes)
+    )
+    assert not nightly.nightly(inbox, lake, DEFAULT).notes
 
 
 @pytest.mark.slow
