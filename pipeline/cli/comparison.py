@@ -109,6 +109,9 @@ def compare(
     ] = False,
 ) -> None:
     """Is the candidate version better or worse than the baseline, where, and why?"""
+    if baseline == candidate:
+        # Every pair would differ by nothing: a "no change" no comparison found.
+        raise usage_error(f"--baseline and --candidate are both {baseline}: nothing to compare")
     lake_or_exit(lake)
     from pipeline import compare as cmp
     from pipeline.compare import render

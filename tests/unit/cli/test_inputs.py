@@ -1,5 +1,6 @@
 """Inputs that name nothing to read are refused before any work (exit 2), on one line that
-says why: missing, not a folder (an inbox), a symbolic link or not a regular file."""
+says why: missing, not a folder (an inbox), a symbolic link or not a regular file, or
+a comparison of a version with itself."""
 
 from __future__ import annotations
 
@@ -59,3 +60,10 @@ def test_a_fifo_given_is_not_a_regular_file(tmp_path: Path, lake: Path) -> None:
     os.mkfifo(fifo)
     line = refused("run", str(fifo), "--lake", str(lake))
     assert f"{fifo}: not a regular file, skipped unread" in line
+
+
+def test_a_version_compared_with_itself(lake: Path) -> None:
+    line = refused(
+        "compare", "--agent", "a", "--baseline", "1.0", "--candidate", "1.0", "--lake", str(lake)
+    )
+    assert line == "usage: --baseline and --candidate are both 1.0: nothing to compare"
