@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline.core.settings import SettingError, Settings, declared
 from pipeline.rubric import Rubric, RubricError, load_rubric
@@ -82,8 +83,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.
 
 
 def usage_error(message: str, *, label: str = "usage") -> typer.Exit:
-    """Say ``message`` on one line of stderr; the exit (code 2) to raise."""
-    errors.print(f"[bold red]{label}:[/] {message}", highlight=False)
+    """Say ``message`` on one line of stderr (as written: a path or an extra's name in
+    brackets is not markup); the exit (code 2) to raise."""
+    errors.print(f"[bold red]{label}:[/] {escape(message)}", highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -123,7 +125,11 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it (and why
     an input given was not read: a symbolic link, not a regular file)."""
+    from importlib.util import find_spec
+
     from pipeline.sources.discover import INPUT_SUFFIXES, scan_inputs
+    from pipeline.sources.inspect.columns import MISSING_EXTRA
+    from pipeline.sources.inspect.extract import is_inspect_log
 
     missing = [str(p) for p in inputs if not p.exists() and not p.is_symlink()]
     if missing:
@@ -136,6 +142,9 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
             raise usage_error(
                 f"no input files ({suffixes}) in {given}" + "".join(f"; {w}" for w in why)
             )
+        # Before a lake is made for them: a log no installed reader can open is refused here.
+        if find_spec("inspect_ai") is None and any(map(is_inspect_log, scanned.files)):
+            raise usage_error(MISSING_EXTRA)
     return inputs
 
 

@@ -44,8 +44,8 @@ def _query_format(chosen: OutputFormat | None, as_json: bool, as_csv: bool) -> O
 
 
 def _one_line(exc: Exception) -> str:
-    """An error as one line of escaped text (DuckDB's messages span several)."""
-    return escape(" ".join(str(exc).split()))
+    """An error as one line (DuckDB's messages span several)."""
+    return " ".join(str(exc).split())
 
 
 def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int) -> None:
@@ -125,7 +125,7 @@ def query(
     except q.QueryRefused as exc:
         raise usage_error(_one_line(exc), label="refused") from exc
     except q.QueryError as exc:
-        errors.print(f"[bold red]query failed:[/] {_one_line(exc)}", highlight=False)
+        errors.print(f"[bold red]query failed:[/] {escape(_one_line(exc))}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc
     for result in results:
         if result.truncated:

@@ -18,6 +18,7 @@ READ_BLOCK_BYTES = 16 * 1024 * 1024
 # with, at line 0: unlike every other reason, reading it again may land it.
 UNREADABLE = "could not read the file"
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from pipeline.core.settings import Settings, current_settings
 from pipeline.sources.blocks import Event, byte_blocks
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import InspectMapping
-from pipeline.sources.inspect.table import inspect_frames, is_inspect_log
+from pipeline.sources.inspect.extract import is_inspect_log
+from pipeline.sources.inspect.table import inspect_frames
 from pipeline.sources.limits import DEFAULT_CHUNK_BYTES, DEFAULT_CHUNK_LINES, ReadLimits
 from pipeline.sources.lines import LINE_SCHEMA, LineCutter, Lines, report_frames
 from pipeline.sources.problems import with_problems

@@ -10,11 +10,10 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.settings import MAX_RECORD_BYTES_ENV, MAX_REPORT_BYTES_ENV
-from pipeline.sources.blocks import Cut, Event, Rest, byte_blocks, snippet
+from pipeline.sources.blocks import UTF8_BOM, Cut, Event, Rest, byte_blocks, snippet
 from pipeline.sources.discover import source_name
 from pipeline.sources.limits import KEPT_PREFIX_BYTES, ReadLimits, oversize_reason
 
-UTF8_BOM = b"\xef\xbb\xbf"
 # RFC 8259 section 2: the four characters JSON calls whitespace.
 JSON_WHITESPACE = " \t\n\r"
 

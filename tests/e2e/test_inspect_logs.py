@@ -25,11 +25,11 @@ from pipeline.sources.inspect.extract import (
     components,
     equal_weights,
     grade_metadata,
+    is_inspect_log,
     run_id,
     to_subscore,
     usage_totals,
 )
-from pipeline.sources.inspect.table import is_inspect_log
 from tests.clirunner import pipeline
 from tests.paths import REAL_REPORTS
 

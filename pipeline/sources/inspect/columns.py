@@ -67,8 +67,9 @@ UNREAD_SAMPLE_FIELDS = frozenset(
 
 # The extra's name as pip knows it (pyproject's project name).
 MISSING_EXTRA = (
-    "reading Inspect AI logs needs the inspect extra: "
-    "pip install 'agent-grades-pipeline[inspect]' (tested with inspect-ai 0.3.285)"
+    "reading Inspect AI logs needs the inspect extra: .venv/bin/pip install -e '.[inspect]' in "
+    "the repository, pip install 'agent-grades-pipeline[inspect]' elsewhere (tested with "
+    "inspect-ai 0.3.285)"
 )
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pipeline.sources.blocks import UTF8_BOM
 from pipeline.sources.inspect.columns import (
     EXPLANATION_KEY,
     LETTER_GRADES,
@@ -19,6 +22,28 @@ from pipeline.sources.inspect.columns import (
     SAMPLE_METADATA_KEY,
     SCORE_METADATA_KEY,
 )
+
+EVAL_SUFFIX = ".eval"
+JSON_SUFFIX = ".json"
+# Inspect writes a .json log's fields in a fixed order (EvalLog: "the order of these
+# fields is important for the log file format"): version, then status. An mcp-xray
+# report starts otherwise, so a few hundred bytes tell the two apart.
+SNIFF_BYTES = 512
+_JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+
+
+def is_inspect_log(path: Path) -> bool:
+    """A ``.eval`` file, or a ``.json`` file that starts like an Inspect log."""
+    if path.name.endswith(EVAL_SUFFIX):
+        return True
+    if not path.name.endswith(JSON_SUFFIX):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError:
+        return False  # the report reader names a file it cannot open
+    return bool(_JSON_LOG_START.match(head.removeprefix(UTF8_BOM)))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ read again from anywhere is the same records: skipped as duplicates.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from pipeline.sources.inspect.columns import (
     InspectMapping,
 )
 from pipeline.sources.inspect.extract import (
+    EVAL_SUFFIX,
+    JSON_SUFFIX,
     ScoreParts,
     as_name,
     components,
@@ -39,30 +40,8 @@ from pipeline.sources.limits import ReadLimits, failure_text, oversize_reason
 from pipeline.sources.lines import LINE_SCHEMA, one_line
 from pipeline.storage.lake import InputError
 
-EVAL_SUFFIX = ".eval"
-JSON_SUFFIX = ".json"
-# Inspect writes a .json log's fields in a fixed order (EvalLog: "the order of these
-# fields is important for the log file format"): version, then status. An mcp-xray
-# report starts otherwise, so a few hundred bytes tell the two apart.
-SNIFF_BYTES = 512
-_JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
-UTF8_BOM = b"\xef\xbb\xbf"
 # Samples of a .eval log read (and held) at a time.
 SAMPLES_PER_READ = 256
-
-
-def is_inspect_log(path: Path) -> bool:
-    """A ``.eval`` file, or a ``.json`` file that starts like an Inspect log."""
-    if path.name.endswith(EVAL_SUFFIX):
-        return True
-    if not path.name.endswith(JSON_SUFFIX):
-        return False
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(SNIFF_BYTES)
-    except OSError:
-        return False  # the report reader names a file it cannot open
-    return bool(_JSON_LOG_START.match(head.removeprefix(UTF8_BOM)))
 
 
 def _log_api() -> Any:

@@ -67,3 +67,21 @@ def test_a_version_compared_with_itself(lake: Path) -> None:
         "compare", "--agent", "a", "--baseline", "1.0", "--candidate", "1.0", "--lake", str(lake)
     )
     assert line == "usage: --baseline and --candidate are both 1.0: nothing to compare"
+
+
+def test_a_log_no_installed_reader_opens_is_refused_before_a_lake_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "inspect_ai" else found(name)
+    )
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "run.eval").write_bytes(b"PK")
+    new_lake = tmp_path / "new-lake"
+    line = refused("run", str(tmp_path / "logs"), "--lake", str(new_lake))
+    assert line.startswith("usage: reading Inspect AI logs needs the inspect extra: ")
+    assert ".venv/bin/pip install -e '.[inspect]'" in line
+    assert not new_lake.exists()
