@@ -188,6 +188,18 @@ def _for_env(f: Field, rule: pl.Expr) -> pl.Expr:
     return pl.when(pl.col("env_type") == f.env_type).then(rule)
 
 
+def toml_key(name: pl.Expr) -> pl.Expr:
+    """``name`` as a TOML key: bare when it may be (letters, digits, _ and -), else quoted."""
+    quoted = name.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
+        '"', '\\"', literal=True
+    )
+    return (
+        pl.when(name.str.contains(r"^[A-Za-z0-9_-]+$"))
+        .then(name)
+        .otherwise(pl.format('"{}"', quoted))
+    )
+
+
 def _env_type_rule(known: Sequence[str]) -> pl.Expr:
     return pl.when((pl.col("env_type__type") == "VARCHAR") & ~pl.col("env_type").is_in(known)).then(
         pl.format(
@@ -195,7 +207,7 @@ def _env_type_rule(known: Sequence[str]) -> pl.Expr:
             "(gate, weights) to the rubric, then run replay-quarantine",
             pl.col("env_type"),
             pl.lit(", ".join(known)),
-            pl.col("env_type"),
+            toml_key(pl.col("env_type")),
         )
     )
 
