@@ -356,6 +356,19 @@ def test_letter_grades_and_numbers_map_like_inspects_value_to_float() -> None:
     assert to_subscore([1, 2]) == [1, 2]
 
 
+def test_the_letter_table_is_inspects_own() -> None:
+    """The table is written out (extract.py reads no inspect_ai types); Inspect's own
+    value_to_float and its grade constants give the same for every word of it."""
+    scorer = pytest.importorskip("inspect_ai.scorer")
+    from pipeline.sources.inspect.columns import LETTER_GRADES
+
+    theirs = scorer.value_to_float()
+    letters = (scorer.CORRECT, scorer.PARTIAL, scorer.INCORRECT, scorer.NOANSWER)
+    assert set(letters) <= set(LETTER_GRADES)
+    for word in [*LETTER_GRADES, *(w.upper() for w in LETTER_GRADES), "True", "No"]:
+        assert to_subscore(word) == theirs(word), word
+
+
 def test_components_of_one_scorer_and_of_several() -> None:
     one = components({"grader": ScoreParts({"a": 1, "b": "C"}, {"a": {"reason": "x"}}, "why")})
     assert one.subscores == {"a": 1.0, "b": 1.0}
