@@ -18,11 +18,11 @@ import polars as pl
 from pipeline import surface
 from pipeline.core.sql import connect
 from pipeline.ingest.classify import classify, is_blank
-from pipeline.ingest.quarantine import quarantine_rows
+from pipeline.ingest.quarantine import empty_quarantine, quarantine_rows
 from pipeline.sources.blocks import GZIP_MAGIC
 from pipeline.sources.lines import Lines
 from pipeline.tasks.parse import accepted_keys, task_tables
-from schemas import checked
+from schemas import checked, polars_schema
 from schemas.tasks import Quarantine
 
 
@@ -102,6 +102,10 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
     Millions of identical bad lines (``{}``) then cost a hash each, not a parse each.
     """
     frame = lines.frame
+    if frame.select((is_blank(pl.col("raw")) & pl.col("problem").is_null()).all()).item():
+        # A chunk of blank lines only (a file of newlines, gzipped small): counted, not
+        # parsed; a gigabyte of them had paid a parse's fixed cost every 100k lines.
+        return _blank_batch(frame.height, lines.files, batch_id)
     first = pl.col("row_nr").min().over("raw")
     copy = (pl.col("row_nr") != first) & pl.col("problem").is_null() & pl.col("raw").is_not_null()
     marked = frame.with_columns(first_row=first, copy=copy)
@@ -128,6 +132,17 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         .cast(batch.copies.schema)
     )
     return batch
+
+
+def _blank_batch(lines: int, files: list[str], batch_id: str) -> Batch:
+    from schemas.registry import LANDED
+
+    tables = {
+        name: pl.DataFrame(schema={"row_nr": pl.UInt32, **polars_schema(model)})
+        for name, model in LANDED.items()
+        if name not in ("quarantine", "quarantine_resolved")
+    }
+    return Batch(batch_id, tables, empty_quarantine(), lines, lines, files)
 
 
 def _build_unique(

@@ -143,6 +143,12 @@ class Lander:
         self, lines: Lines, built: Future[Batch] | None
     ) -> tuple[Batch, Deduped, dict[str, pl.DataFrame]]:
         batch = built.result() if built is not None else self._build(lines)
+        if batch.blank_lines == batch.lines_read:
+            # Blank lines only: nothing to compare with the lake, nothing to land.
+            empty = {
+                name: pl.DataFrame(schema=polars_schema(model)) for name, model in LANDED.items()
+            }
+            return batch, Deduped(batch, 0, 0), empty
         earlier = earlier_runs(self.store, batch, self.tx, self.landed)
         held = earlier_quarantine(self.store, batch, self.tx)
         again = earlier_landed_lines(self.store, batch, self.tx)

@@ -384,3 +384,19 @@ def test_a_key_named_twice_is_quarantined_not_guessed(tmp_path: Path) -> None:
     report = jobs.ingest([write_jsonl(tmp_path / "a.jsonl", [twice])], tmp_path / "lake")
     assert report.quarantined == 1
     assert "names the key agent more than once" in quarantine(tmp_path / "lake")["reason"][0]
+
+
+def test_chunks_of_blank_lines_between_records_are_counted(tmp_path: Path) -> None:
+    """250,000 blank lines between records fill chunks of their own (100,000 lines a chunk):
+    counted as blank without a parse, and the records on either side land."""
+    lake = tmp_path / "lake"
+    before = lines_of(*(record(f"b{i}") for i in range(3)))
+    after = lines_of(*(record(f"a{i}") for i in range(3)))
+    path = tmp_path / "gappy.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join([*before, *[""] * 250_000, *after]) + "\n").encode()))
+    report = jobs.ingest([path], lake)
+    assert (report.landed_task_runs, report.skipped_blank) == (6, 250_000)
+    assert report.lines_read == report.accounted == 250_006
+    assert pipeline("check", "--lake", lake).returncode == 0
+    landed = pl.read_parquet(sorted((lake / "task_runs").glob("*.parquet"))).sort("line")
+    assert landed["line"].to_list() == [1, 2, 3, 250_004, 250_005, 250_006]

@@ -4,6 +4,7 @@ other space (a form feed, a no-break space, U+2028) is a line that is not JSON."
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from pipeline.ingest.batch import build_batch
 from pipeline.ingest.classify import is_blank
@@ -31,3 +32,26 @@ def test_a_line_of_other_spaces_is_quarantined_not_skipped() -> None:
     assert batch.blank_lines == 2
     assert batch.quarantine["line"].to_list() == [2, 3]
     assert set(batch.quarantine["reason"]) == {"not valid JSON (the line does not parse)"}
+
+
+def test_a_chunk_of_blank_lines_only_is_counted_without_a_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipeline.ingest import batch as batch_module
+
+    def no_parse(*args: object) -> None:
+        raise AssertionError("a chunk of blank lines was parsed")
+
+    monkeypatch.setattr(batch_module, "_build_unique", no_parse)
+    frame = pl.DataFrame(
+        {
+            "row_nr": pl.Series(range(3), dtype=pl.UInt32),
+            "source": "f.jsonl",
+            "line": pl.Series([1, 2, 3], dtype=pl.Int64),
+            "raw": ["", " ", "\t\r"],
+            "problem": pl.Series([None] * 3, dtype=pl.String),
+        }
+    )
+    batch = build_batch(Lines(frame=frame, files=["f.jsonl"]), ["exploit"], "b")
+    assert (batch.lines_read, batch.blank_lines, batch.quarantine.height) == (3, 3, 0)
+    assert all(table.is_empty() for table in batch.tables.values())
