@@ -95,9 +95,11 @@ def wilson(
         half = z * np.sqrt(p * (1 - p) / count + z**2 / (4 * count**2))
         scale = 1 + z**2 / count
         ok = count > 0
-        return np.where(ok, (centre - half) / scale, np.nan), np.where(
-            ok, (centre + half) / scale, np.nan
-        )
+        # At p = 0 or 1 a bound is 0 or 1 exactly, which floats miss by an ulp: the bounds
+        # hold p and stay in [0, 1] (as the SQL macros do).
+        low = np.minimum(np.maximum((centre - half) / scale, 0.0), p)
+        high = np.maximum(np.minimum((centre + half) / scale, 1.0), p)
+        return np.where(ok, low, np.nan), np.where(ok, high, np.nan)
 
 
 def _interval_columns(table: pl.DataFrame, confidence: float) -> list[pl.Series]:

@@ -85,6 +85,16 @@ def test_wilson_macro_matches_hand_arithmetic(tmp_path: Path) -> None:
     # half-width z·sqrt(0.0625 + z²/64) / (1 + z²/4) = 1.959964·0.350033 / 1.960365 = 0.349961
     assert low == pytest.approx(0.150039, abs=1e-6)
     assert high == pytest.approx(0.849961, abs=1e-6)
+    # Every rate over every n from 1 to 60: 0 <= low <= p <= high <= 1, with the ends exact
+    # (floats had put p = 1's high bound at 0.9999999999999998 or 1.0000000000000002).
+    bounds = con.execute(
+        "select p, wilson_low(p, n), wilson_high(p, n) "
+        "from (select k / n as p, n from range(1, 61) as a(n), range(0, 61) as b(k) where k <= n)"
+    ).fetchall()
+    assert len(bounds) == sum(n + 1 for n in range(1, 61))
+    assert all(0 <= lo <= p <= hi <= 1 for p, lo, hi in bounds)
+    assert {hi for p, _, hi in bounds if p == 1} == {1.0}
+    assert {lo for p, lo, _ in bounds if p == 0} == {0.0}
 
 
 # The views over task grades and over surface grades that every warehouse has.

@@ -7,13 +7,15 @@
 -- Rate intervals are 95% Wilson (never outside [0, 1]); mean intervals are normal over runs
 -- or Student t over problems, and each view names its method in a *_ci_method column.
 create or replace macro z95() as 1.959963984540054;
--- wilson_low / wilson_high: the 95% Wilson score interval of a rate p over n trials.
-create or replace macro wilson_low(p, n) as
+-- wilson_low / wilson_high: the 95% Wilson score interval of a rate p over n trials. At
+-- p = 0 or 1 the formula's bound is 0 or 1 exactly, which floats miss by an ulp
+-- (0.9999999999999998, 1.0000000000000002): the bounds hold p and stay in [0, 1].
+create or replace macro wilson_low(p, n) as least(greatest(
     (p + z95() ^ 2 / (2 * n) - z95() * sqrt(p * (1 - p) / n + z95() ^ 2 / (4 * n ^ 2)))
-    / (1 + z95() ^ 2 / n);
-create or replace macro wilson_high(p, n) as
+    / (1 + z95() ^ 2 / n), 0), p);
+create or replace macro wilson_high(p, n) as greatest(least(
     (p + z95() ^ 2 / (2 * n) + z95() * sqrt(p * (1 - p) / n + z95() ^ 2 / (4 * n ^ 2)))
-    / (1 + z95() ^ 2 / n);
+    / (1 + z95() ^ 2 / n), 1), p);
 -- t975(df): Student t 0.975 quantile, exact to 6 decimals for df 1..30 (scipy.stats.t.ppf),
 -- beyond that the Cornish-Fisher expansion (Abramowitz & Stegun 26.7.5), error < 1e-5.
 create or replace macro t975(df) as

@@ -565,6 +565,19 @@ def test_wilson_matches_hand_arithmetic() -> None:
     assert np.isnan(low[2]) and np.isnan(high[2])
 
 
+@given(st.integers(1, 500), st.data())
+@settings(max_examples=examples(200), deadline=None)
+def test_wilson_holds_the_rate_inside_0_1(n: int, data: st.DataObject) -> None:
+    k = data.draw(st.integers(0, n))
+    p = k / n
+    low, high = metrics.wilson([p], [n], metrics.z_value(0.95))
+    assert 0.0 <= low[0] <= p <= high[0] <= 1.0
+    if k == n:
+        assert high[0] == 1.0
+    if k == 0:
+        assert low[0] == 0.0
+
+
 def test_by_agent_view_matches_the_python_metrics() -> None:
     """The warehouse's by_agent and compare's version_metrics are the same metrics written
     twice (SQL for analysts, numpy for compare's bit-stable documents): every count, mean,
