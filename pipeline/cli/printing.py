@@ -5,6 +5,7 @@ The jobs return data (pipeline/jobs/); turning it into text happens here only.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,10 +71,17 @@ def news_lines(news: dict[str, list[str]]) -> list[str]:
     from pipeline.ingest import evolution
 
     return [
-        f"new {evolution.NEWS_LABELS[key]}: {', '.join(names)}"
+        f"new {evolution.NEWS_LABELS[key]}: {', '.join(map(_shown_name, names))}"
         for key, names in news.items()
         if names
     ]
+
+
+def _shown_name(name: str) -> str:
+    """A name from data as a reader can see it: quoted (JSON) when it is empty, has spaces,
+    commas or characters that do not print."""
+    plain = name and name.isprintable() and not any(c.isspace() or c in ',"' for c in name)
+    return name if plain else json.dumps(name)
 
 
 def rubric_change_line(before: str | None, after: str, runs_rescored: int) -> str | None:
