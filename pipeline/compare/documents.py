@@ -64,9 +64,17 @@ def gate_document(table: pl.DataFrame, confidence: float) -> dict[str, Any]:
     regressed = gate.regressed_env_types(table)
     k = sum(1 for row in envs if row["p_value"] is not None)
     overall_regression = overall["verdict"] == stats.REGRESSION
-    fails = overall_regression or bool(regressed)
+    # A gate does not pass what it cannot measure: fewer paired problems than an interval
+    # needs (none: a candidate whose every run was a grader error) fails it.
+    unmeasured = (overall["paired_problems"] or 0) < stats.MIN_PAIRS_FOR_INTERVAL
+    fails = overall_regression or bool(regressed) or unmeasured
     alpha = round(1.0 - confidence, 10)
-    if regressed:
+    if unmeasured:
+        said = (
+            f"nothing measured: {overall['paired_problems'] or 0} paired problem(s), an interval "
+            f"needs {stats.MIN_PAIRS_FOR_INTERVAL}"
+        )
+    elif regressed:
         said = f"env type(s) regressed after Holm over {k} env types: {', '.join(regressed)}"
     else:
         said = f"no env type regressed after Holm over {k} env types (alpha {alpha})"
@@ -76,8 +84,9 @@ def gate_document(table: pl.DataFrame, confidence: float) -> dict[str, Any]:
         "regressed_env_types": regressed,
         "gate": {
             "fails": fails,
-            "rule": "fail when the overall verdict is regression, or when an env type's "
-            "Holm-adjusted p-value is below alpha with a negative delta",
+            "rule": "fail when the overall verdict is regression, when an env type's "
+            "Holm-adjusted p-value is below alpha with a negative delta, or when fewer "
+            f"than {stats.MIN_PAIRS_FOR_INTERVAL} problems are paired (nothing measured)",
             "correction": gate.HOLM,
             "holm_env_types": k,
             "alpha": alpha,

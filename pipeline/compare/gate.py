@@ -144,9 +144,13 @@ def regressed_env_types(table: pl.DataFrame) -> list[str]:
 
 
 def gate_fails(table: pl.DataFrame) -> pl.DataFrame:
-    """Per comparison: ``fails`` when ``all`` regressed or any env type did after Holm."""
+    """Per comparison: ``fails`` when ``all`` regressed, any env type did after Holm, or
+    fewer problems are paired than an interval needs (the gate does not pass what it
+    cannot measure)."""
+    overall = pl.col("env_type") == ALL_ENV_TYPES
     return table.group_by(GROUP).agg(
-        fails=(pl.col("gate_verdict") == stats.REGRESSION).any(),
+        fails=(pl.col("gate_verdict") == stats.REGRESSION).any()
+        | (pl.col("paired_problems").filter(overall) < stats.MIN_PAIRS_FOR_INTERVAL).any(),
         holm_family=pl.col("holm_family").filter(pl.col("env_type") != ALL_ENV_TYPES).max(),
     )
 

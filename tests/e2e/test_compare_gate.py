@@ -350,3 +350,41 @@ def test_a_bare_ingest_keeps_the_view_in_history_order(lake: Path, tmp_path: Pat
     assert steps() == [("1.0", "1.0-rerun"), ("1.0-rerun", "2.0")]
     assert runner.invoke(app, ["score", "--lake", str(copy)]).exit_code == 0
     assert steps() == [("1.0", "1.0-rerun"), ("1.0-rerun", "2.0")]
+
+
+@pytest.mark.slow
+def test_a_gate_does_not_pass_what_it_could_not_measure(tmp_path: Path) -> None:
+    """A candidate whose every run was a grader error pairs no problem, and one that ran a
+    single problem of the baseline's pairs one: both verdicts are the contract's no_change,
+    and both gates fail (compare exits 1; the view's gate_fails says so)."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    base = _grades("1.0", 1, "detect", DETECT_Q[0], 1)
+    broken = _grades("1.1", 2, "detect", DETECT_Q[0], 2).with_columns(
+        grade=pl.col("grade").struct.with_fields(env_internal_failure=pl.lit(True))
+    )
+    one = _grades("1.2", 3, "detect", DETECT_Q[0], 3).filter(pl.col("problem_id") == "detect-0")
+    other = {"agent": pl.lit("one-pair-agent"), "run_id": pl.format("o-{}", "run_id")}
+    frames = (base, broken, base.with_columns(**other), one.with_columns(**other))
+    for i, frame in enumerate(frames):
+        frame.write_ndjson(inputs / f"grades-{i}.jsonl")
+    lake = tmp_path / "lake"
+    assert runner.invoke(app, ["run", str(inputs), "--lake", str(lake)]).exit_code == 0
+    for agent, candidate, paired in (("gate-agent", "1.1", 0), ("one-pair-agent", "1.2", 1)):
+        args = ["compare", "--agent", agent, "--baseline", "1.0", "--candidate", candidate]
+        done = runner.invoke(app, [*args, "--lake", str(lake), "--json", "--fail-on-regression"])
+        assert done.exit_code == 1, done.output
+        report = _strict_json(done.stdout)
+        assert (report["paired_problems"], report["verdict"]) == (paired, "no_change")
+        assert report["gate"]["fails"] is True
+        assert "nothing measured" in report["gate"]["message"]
+    con = connect_read_only(lake)
+    try:
+        rows = con.execute(
+            "select agent, candidate, paired_problems, verdict, gate_fails "
+            "from version_regressions where env_type = 'all' order by agent"
+        ).fetchall()
+    finally:
+        con.close()
+    # A pair with no paired problem has no row; the one-pair step fails its gate.
+    assert rows == [("one-pair-agent", "1.2", 1, "no_change", True)]

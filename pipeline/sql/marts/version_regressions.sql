@@ -15,6 +15,8 @@
 --   gate_verdict      env rows: regression (improvement) when p_value_holm < 0.05 and
 --                     delta < 0 (> 0), else no_change; 'all': verdict
 --   gate_fails        on every row of a pair: `compare --fail-on-regression` exits 1 for it
+--                     (a regression, or fewer than 2 paired problems overall: nothing
+--                     measured, pipeline/compare/stats.py MIN_PAIRS_FOR_INTERVAL)
 create or replace view version_regressions as
 select
     agent,
@@ -34,6 +36,6 @@ select
     holm_family,
     p_value_holm,
     gate_verdict,
-    bool_or(gate_verdict = 'regression') over (partition by agent, baseline, candidate)
-        as gate_fails
+    bool_or(gate_verdict = 'regression' or (env_type = 'all' and paired_problems < 2))
+        over (partition by agent, baseline, candidate) as gate_fails
 from stg_version_regressions

@@ -470,6 +470,24 @@ def test_nothing_paired_is_said_plainly() -> None:
     assert rep["delta"] is None and rep["ci_low"] is None
     assert rep["insufficient_data"] is True
     assert "nothing to compare" in rep["message"]
+    # The verdict is the contract's; the gate does not pass what it could not measure.
+    assert rep["gate"]["fails"] is True
+    assert "nothing measured: 0 paired problem(s), an interval needs 2" in rep["gate"]["message"]
+
+
+def test_one_paired_problem_fails_the_gate_and_two_can_pass() -> None:
+    one = run_rows([{"v": "1", "p": "p1", "score": 0.5}, {"v": "2", "p": "p1", "score": 0.5}])
+    rep = compare_versions(
+        one, comps_from(one), None, agent="a", baseline="1", candidate="2"
+    ).report
+    assert (rep["paired_problems"], rep["verdict"], rep["gate"]["fails"]) == (1, "no_change", True)
+    two = run_rows(
+        [{"v": v, "p": p, "score": s} for v in ("1", "2") for p, s in (("p1", 0.4), ("p2", 0.6))]
+    )
+    rep = compare_versions(
+        two, comps_from(two), None, agent="a", baseline="1", candidate="2"
+    ).report
+    assert (rep["paired_problems"], rep["verdict"], rep["gate"]["fails"]) == (2, "no_change", False)
 
 
 def test_missing_column_is_named() -> None:

@@ -45,3 +45,10 @@ def test_the_documented_statuses_are_the_written_ones() -> None:
         test["accepted_values"]["values"] for test in status.tests if "accepted_values" in test
     ]
     assert accepted == [list(STATUSES)]
+
+
+def test_the_views_gate_needs_as_many_pairs_as_compares() -> None:
+    from pipeline.compare.stats import MIN_PAIRS_FOR_INTERVAL
+
+    view = (SQL_DIR / "marts" / "version_regressions.sql").read_text("utf-8")
+    assert f"paired_problems < {MIN_PAIRS_FOR_INTERVAL})" in view
