@@ -112,6 +112,8 @@ def compare(
     if baseline == candidate:
         # Every pair would differ by nothing: a "no change" no comparison found.
         raise usage_error(f"--baseline and --candidate are both {baseline}: nothing to compare")
+    if html is not None and html.is_dir():
+        raise usage_error(f"--html names a folder, not a file to write: {html}")
     lake_or_exit(lake)
     from pipeline import compare as cmp
     from pipeline.compare import render

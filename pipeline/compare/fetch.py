@@ -22,6 +22,9 @@ from pipeline.core.jsonsafe import json_safe
 from pipeline.core.sql import run_sql
 from pipeline.warehouse import reading
 
+# How many known agents the message for an unknown one names.
+KNOWN_SHOWN = 10
+
 
 def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:
     return run_sql(f"queries/{name}.sql", {}, list(params), con=con)
@@ -32,8 +35,14 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
     what is unknown: a usage error, for the CLI to say."""
     with reading(lake) as con:
         known = _query(con, "compare_versions", [agent])["agent_version"].to_list()
+        agents = [] if known else _query(con, "known_agents", [agent])["agent"].to_list()
     if not known:
-        return f"no runs of agent {agent!r} in the warehouse at {lake}"
+        shown = ", ".join(map(repr, agents[:KNOWN_SHOWN])) + (
+            ", ..." if len(agents) > KNOWN_SHOWN else ""
+        )
+        return f"no runs of agent {agent!r} in the warehouse at {lake}" + (
+            f"; known agents: {shown}" if agents else "; it holds no task runs"
+        )
     missing = [v for v in wanted if v not in known]
     if missing:
         return (

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipeline.compare.text import number
+from pipeline.compare.text import number, p_value
 
 ENV_COLOURS: Final[Mapping[str, str]] = {
     "exploit": "#d62728",
@@ -212,7 +212,8 @@ def _table(frame: pl.DataFrame, columns: Sequence[tuple[str, str, bool]], table_
         for col, _, is_text in columns:
             value = pl.col(col)
             if not is_text and frame.schema[col].is_float():
-                value = value.round(4)
+                # Four significant digits: a p-value of 7.5e-06 is not 0.0.
+                value = value.round_sig_figs(4)
             cls = ' class="t"' if is_text else ""
             cells.append(pl.format("<td" + cls + ">{}</td>", escape_expr(value)))
         body = (
@@ -365,7 +366,7 @@ def _summary(report: Mapping[str, Any], pct: int) -> str:
 <td>{_num(report["baseline_mean"])}</td><td>{_num(report["candidate_mean"])}</td>
 <td>{_num(report["delta"], 4, True)}</td>
 <td>[{_num(report["ci_low"], 4, True)}, {_num(report["ci_high"], 4, True)}]</td>
-<td>{_num(report["p_value"], 4)}</td>
+<td>{esc(p_value(report["p_value"]))}</td>
 <td>[{_num(boot["ci_low"], 4, True)}, {_num(boot["ci_high"], 4, True)}]</td>
 <td>{_num(report["n_unpaired_baseline"])} / {_num(report["n_unpaired_candidate"])}</td>
 <td>{_num(report["grader_errors"]["baseline"])} / {_num(report["grader_errors"]["candidate"])}</td>
@@ -410,7 +411,7 @@ weighted sum ({_num(dec["delta_weighted"], 4, True)}); penalties changed by
 <p class="note">{esc(pr["definition"])}. Baseline {_num(pr["baseline"])}, candidate
 {_num(pr["candidate"])}; {_num(pr["discordant"])} discordant problems (baseline only
 {_num(pr["baseline_only"])}, candidate only {_num(pr["candidate_only"])}); exact McNemar
-p = {_num(pr["p_value"], 4)}.</p>
+p = {esc(p_value(pr["p_value"]))}.</p>
 <h2>Cost per run</h2>
 <table id="cost"><thead><tr><th>version</th><th>runs</th><th>mean score</th><th>cost_usd</th>
 <th>tokens</th><th>wall_seconds</th></tr></thead><tbody>

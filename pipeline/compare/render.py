@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pipeline.compare import metrics, stats
-from pipeline.compare.text import delta, interval, number
+from pipeline.compare.text import delta, interval, number, p_value
 
 Block = Table | str
 
@@ -53,7 +53,7 @@ def _headline(report: Mapping[str, Any]) -> Table:
         number(report["candidate_mean"]),
         delta(report["delta"], 3),
         interval(report["ci_low"], report["ci_high"]),
-        number(report["p_value"], 4),
+        p_value(report["p_value"]),
         _verdict_text(report["verdict"]),
         _verdict_text(stats.REGRESSION) + ": " + escape(", ".join(regressed))
         if regressed
@@ -92,8 +92,8 @@ def _per_env(report: Mapping[str, Any]) -> Table:
             number(row["candidate_mean"]),
             delta(row["delta"], 3),
             interval(row["ci_low"], row["ci_high"]),
-            number(row["p_value"], 4),
-            number(row["p_value_holm"], 4),
+            p_value(row["p_value"]),
+            p_value(row["p_value_holm"]),
             _verdict_text(row["verdict"]),
             _verdict_text(row["gate_verdict"]),
         )
@@ -106,7 +106,7 @@ def _paired_pass_rate(report: Mapping[str, Any]) -> str:
         f"pass_rate_problems over paired problems: baseline {number(pr['baseline'])}, candidate "
         f"{number(pr['candidate'])}; discordant {pr['discordant']} (baseline only "
         f"{pr['baseline_only']}, candidate only {pr['candidate_only']}), exact McNemar p = "
-        f"{number(pr['p_value'], 4)}"
+        f"{p_value(pr['p_value'])}"
     )
 
 

@@ -17,6 +17,14 @@ def number(value: Any, digits: int = 3, *, signed: bool = False, missing: str = 
     return str(value)
 
 
+def p_value(value: Any) -> str:
+    """A p-value to four places, or in two significant digits below 0.001, so that a
+    strong result (7.5e-06) does not read as 0.0000."""
+    if isinstance(value, float) and 0 < value < 0.001:
+        return f"{value:.1e}"
+    return number(value, 4)
+
+
 def delta(value: float | None, digits: int = 4) -> str:
     """A difference, always signed; ``n/a`` when there is none."""
     return "n/a" if value is None else f"{value:+.{digits}f}"

@@ -174,6 +174,15 @@ def test_unknown_version_is_bad_usage(lake: Path) -> None:
     assert "9.9" in done.stderr and "known versions" in done.stderr
 
 
+def test_an_unknown_agent_is_bad_usage_naming_the_known_ones(lake: Path) -> None:
+    # The same name in another case comes first: it is the likely one.
+    done = pipeline("history", "--agent", "CLI-Agent", "--lake", str(lake))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"usage: no runs of agent 'CLI-Agent' in the warehouse at {lake}; known agents: 'cli-agent'"
+    )
+
+
 def test_history_in_graded_order_with_paired_steps(lake: Path) -> None:
     done = pipeline("history", "--agent", "cli-agent", "--lake", str(lake), "--json")
     assert done.returncode == 0, done.stderr

@@ -85,3 +85,9 @@ def test_a_log_no_installed_reader_opens_is_refused_before_a_lake_is_made(
     assert line.startswith("usage: reading Inspect AI logs needs the inspect extra: ")
     assert ".venv/bin/pip install -e '.[inspect]'" in line
     assert not new_lake.exists()
+
+
+def test_an_html_page_named_as_a_folder(tmp_path: Path, lake: Path) -> None:
+    args = ["compare", "--agent", "a", "--baseline", "1", "--candidate", "2"]
+    line = refused(*args, "--html", str(tmp_path), "--lake", str(lake))
+    assert line == f"usage: --html names a folder, not a file to write: {tmp_path}"

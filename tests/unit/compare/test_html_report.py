@@ -106,3 +106,26 @@ def test_page_renders_in_headless_chromium_with_its_charts(tmp_path: Path) -> No
     assert re.search(r'<table[^>]*id="regressed"', dom)
     # the evil names stayed text: no script element was created
     assert "<script" not in dom
+
+
+def test_a_small_p_value_reads_as_small_not_as_zero() -> None:
+    from pipeline.compare.text import p_value
+
+    assert [p_value(v) for v in (0.5, 0.001, 7.5e-6, 0.0, None)] == [
+        "0.5000",
+        "0.0010",
+        "7.5e-06",
+        "0.0000",
+        "–",
+    ]
+    # The per-env-type table of the page keeps four significant digits.
+    runs, comps = simulate(seed=3, n_problems=60, versions={"1.0": 0.0, "2.0": -0.3})
+    report = compare_versions(
+        runs, comps, empty_metadata(), agent="sim-agent", baseline="1.0", candidate="2.0"
+    ).report
+    small = [row["p_value"] for row in report["per_env_type"] if row["p_value"] < 1e-4]
+    assert small, "the simulation should give a strong regression somewhere"
+    page = render_comparison(report, pl.DataFrame())
+    table = page.split('id="per-env"', 1)[1].split("</table>", 1)[0]
+    shown = pl.select(pl.lit(small[0]).round_sig_figs(4).cast(pl.String)).item()
+    assert float(shown) > 0 and f"<td>{shown}</td>" in table
