@@ -4,7 +4,6 @@ mcp-xray shows them (``*_display``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import polars as pl
 
@@ -102,12 +101,28 @@ def overall_score(weights: Mapping[str, float]) -> tuple[pl.Expr, pl.Expr]:
 
 def letter_grade(overall_display: pl.Expr, bands: Mapping[str, float]) -> pl.Expr:
     """CONTRACT 5: "A+ ≥ 97, A ≥ 93, ... D- ≥ 60, F below", read off ``overall_display``
-    (0.0, so F, when nothing is measured, as mcp-xray shows it)."""
-    chain: Any = pl
-    for letter, cutoff in sorted(bands.items(), key=lambda item: -item[1]):
-        chain = chain.when(overall_display >= cutoff).then(pl.lit(letter))
-    graded: pl.Expr = chain.otherwise(pl.lit(FAIL_LETTER)) if bands else pl.lit(FAIL_LETTER)
-    return graded
+    (0.0, so F, when nothing is measured, as mcp-xray shows it).
+
+    One binning at the cutoffs, not a when/then per band: a rubric may name thousands of
+    bands, and a chain that deep took minutes and gigabytes to plan. Of two letters with
+    one cutoff, the first named wins."""
+    if not bands:
+        # F for every row (a bare literal would be one row, not a column).
+        return (
+            pl.when(overall_display.is_null())
+            .then(pl.lit(FAIL_LETTER))
+            .otherwise(pl.lit(FAIL_LETTER))
+        )
+    first_per_cutoff: dict[float, str] = {}
+    for letter, cutoff in bands.items():
+        first_per_cutoff.setdefault(float(cutoff), letter)
+    cutoffs = sorted(first_per_cutoff)
+    letters = [FAIL_LETTER, *(first_per_cutoff[c] for c in cutoffs)]
+    # The interval's number (left-closed: a cutoff is reached at it), then its letter:
+    # letters need not be unique (a band named F).
+    interval = overall_display.bin_intervals(cutoffs, labels=False)
+    graded = interval.replace_strict(dict(enumerate(letters)), default=None, return_dtype=pl.String)
+    return graded.fill_null(pl.lit(FAIL_LETTER))
 
 
 # ------------------------------------------------------------------- shown (mcp-xray's way)
@@ -118,9 +133,11 @@ def letter_grade(overall_display: pl.Expr, bands: Mapping[str, float]) -> pl.Exp
 
 
 def _floored(x: pl.Expr) -> pl.Expr:
-    """A dimension step as mcp-xray ends it, before its rounding: never below 0 (not
-    max_horizontal, which would turn a null, not measured, into 0)."""
-    return pl.when(x < 0.0).then(0.0).otherwise(x)
+    """A dimension step as mcp-xray ends it, before its rounding: never below 0, and never
+    above 100 (CONTRACT 5: "each dimension 0–100"; only input outside the report's ranges,
+    a pass_rate of 1.5, or a rubric whose shares sum past 1 reaches it, and mcp-xray's own
+    uncapped value would then read as an A+). A null, not measured, stays null."""
+    return pl.when(x < 0.0).then(0.0).when(x > 100.0).then(100.0).otherwise(x)
 
 
 def ordered_sum(value: pl.Expr, where: pl.Expr, *order: str | pl.Expr) -> pl.Expr:
@@ -172,7 +189,8 @@ def selection_robustness_display(
     fire_rate_sum: pl.Expr,
     s: SurfaceRubric,
 ) -> pl.Expr:
-    """As mcp-xray shows it: the labeled mean is not capped at 100 there, only floored."""
+    """As mcp-xray shows it, but in 0-100: mcp-xray does not cap the labeled mean (a
+    pass_rate above 1 would show above 100), the contract does."""
     proxy_rate = clamp(true_div(proxy_count.cast(pl.Float64), pl.max_horizontal(n_tools, 1)))
     base = (
         pl.when(labeled_count > 0)

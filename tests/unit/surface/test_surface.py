@@ -378,6 +378,63 @@ def test_labeled_selection_robustness_with_distraction() -> None:
     assert row["selection_robustness"] == pytest.approx(60.0)
 
 
+def test_a_pass_rate_past_1_shows_no_dimension_past_100() -> None:
+    # labeled pass rate 1.5: mcp-xray's uncapped mean would show 150 and the overall above
+    # 100 (an A+ from bad input); both the unrounded and the shown dimension stop at 100.
+    row = grade(
+        [
+            surface(1500, 4, 150),
+            finding("selection_error", mode="labeled", pass_rate=1.5),
+        ],
+        ran=WITH_NOISE,
+    )
+    assert row["selection_robustness"] == row["selection_robustness_display"] == 100.0
+    assert row["overall_display"] <= 100.0
+
+
+def test_a_rubric_whose_shares_pass_1_shows_no_dimension_past_100() -> None:
+    # 1.0 x per-tool + 1.0 x total, both lerps at 100: 200 unclipped.
+    rubric = parse_rubric({"surface": {"per_tool_share": 1.0, "surface_share": 1.0}})
+    row = grade([surface(1500, 4, 150)], rubric=rubric)
+    assert row["context_efficiency"] == row["context_efficiency_display"] == 100.0
+    assert row["overall_display"] <= 100.0
+
+
+def _letter_by_chain(shown: float | None, bands: dict[str, float]) -> str:
+    """The rule as the contract states it: the highest cutoff reached, first named on a tie."""
+    reached = [
+        (c, -i, letter)
+        for i, (letter, c) in enumerate(bands.items())
+        if shown is not None and shown >= c
+    ]
+    return max(reached)[2] if reached else "F"
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["A+", "A", "B", "C", "F", "Z", "L1", "L2"]),
+        st.sampled_from([0.0, 50.0, 60.0, 89.95, 90.0, 97.0, 100.0]),
+        max_size=6,
+    ),
+    st.lists(st.sampled_from([None, 0.0, 49.9, 50.0, 60.0, 89.9, 89.95, 90.0, 99.9, 100.0])),
+)
+@settings(max_examples=examples(200), deadline=None)
+def test_the_letter_is_the_highest_cutoff_reached(
+    bands: dict[str, float], shown: list[float | None]
+) -> None:
+    frame = pl.DataFrame({"shown": shown}, schema={"shown": pl.Float64})
+    got = frame.select(letter_grade(pl.col("shown"), bands)).to_series().to_list()
+    assert got == [_letter_by_chain(x, bands) for x in shown]
+
+
+def test_ten_thousand_bands_grade_at_once() -> None:
+    # A when/then per band took minutes and gigabytes to plan at this size.
+    bands = {f"L{i}": i / 100 for i in range(10_000)}
+    frame = pl.DataFrame({"shown": [0.0, 59.9, 99.995, 1000.0]})
+    got = frame.select(letter_grade(pl.col("shown"), bands)).to_series().to_list()
+    assert got == ["L0", "L5990", "L9999", "L9999"]
+
+
 def test_proxy_only_selection_robustness() -> None:
     # no labeled findings: 100 - clamp(2 proxies / max(4, 1)) * 60 = 100 - 30 = 70; no distraction
     row = grade(
