@@ -19,6 +19,7 @@ from pipeline.cli.options import (
     lake_or_exit,
     usage_error,
 )
+from pipeline.core.visible import visible
 from pipeline.storage.lake import DEFAULT_LAKE
 
 if TYPE_CHECKING:
@@ -189,10 +190,13 @@ def print_surface_diff(diff: SurfaceDiff, threshold: float | None) -> None:
 
     g = diff.grade
     console.print(
-        f"{diff.server}: {diff.from_version} -> {diff.to_version}  overall "
-        f"{g['overall_before']} {g['letter_before']} -> {g['overall_after']} {g['letter_after']}"
-        f" ({_signed(g['overall_display_delta'])})",
+        visible(
+            f"{diff.server}: {diff.from_version} -> {diff.to_version}  overall "
+            f"{g['overall_before']} {g['letter_before']} -> {g['overall_after']} "
+            f"{g['letter_after']} ({_signed(g['overall_display_delta'])})"
+        ),
         highlight=False,
+        markup=False,
     )
     dims = Table(title="dimensions (as mcp-xray shows them)")
     for column in ("dimension", "change"):

@@ -30,6 +30,7 @@ from pipeline.cli.options import (
     usage_error,
 )
 from pipeline.core.settings import Settings
+from pipeline.core.visible import visible
 from pipeline.rubric import Rubric
 from pipeline.storage.lake import DEFAULT_LAKE
 
@@ -160,7 +161,7 @@ def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         for violation in report.violations:
-            console.print(f"violation: {violation}", highlight=False, markup=False)
+            console.print(f"violation: {visible(violation)}", highlight=False, markup=False)
         verdict = "all invariants hold" if report.ok else f"{len(report.violations)} violation(s)"
         console.print(f"{lake}: {verdict} ({', '.join(report.checked)})", highlight=False)
     raise typer.Exit(EXIT_OK if report.ok else EXIT_FAILED)

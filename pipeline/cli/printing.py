@@ -14,6 +14,7 @@ from rich.table import Table
 
 from pipeline.cli.tables import print_table
 from pipeline.core import jsonsafe
+from pipeline.core.visible import visible
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
     for line in news_lines(report.schema_news):
         console.print(line, highlight=False, markup=False)
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        console.print(f"note: {visible(note)}", highlight=False, markup=False)
 
 
 def news_lines(news: dict[str, list[str]]) -> list[str]:
@@ -106,7 +107,7 @@ def print_score_result(console: Console, result: ScoreResult) -> None:
         highlight=False,
     )
     for note in result.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        console.print(f"note: {visible(note)}", highlight=False, markup=False)
 
 
 def print_run_summary(console: Console, summary: RunSummary, lake: Path) -> None:
@@ -206,9 +207,9 @@ def print_nightly_summary(console: Console, summary: NightlySummary) -> None:
     if change:
         console.print(change, highlight=False, markup=False)
     for note in summary.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        console.print(f"note: {visible(note)}", highlight=False, markup=False)
     for violation in summary.check_violations:
-        console.print(f"check: {violation}", highlight=False, markup=False)
+        console.print(f"check: {visible(violation)}", highlight=False, markup=False)
     verdict = "all invariants hold" if summary.check_ok else "VIOLATIONS (see above)"
     console.print(f"lake check: {verdict}", highlight=False)
     console.print(f"summary: {summary.summary_file}", highlight=False)

@@ -19,6 +19,7 @@ from pipeline.cli.options import (
     settings_or_exit,
     usage_error,
 )
+from pipeline.core.visible import visible
 from pipeline.storage.lake import DEFAULT_LAKE
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
         for name, dtype in frame.schema.items():
             table.add_column(name, justify="right" if dtype.is_numeric() else "left")
         for row in shown.rows():
-            table.add_row(*(Text(value) for value in row))
+            table.add_row(*(Text(visible(value)) for value in row))
         print_table(console, table, highlight=False)
 
 

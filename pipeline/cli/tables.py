@@ -23,6 +23,8 @@ from rich.rule import Rule
 from rich.table import Column, Table
 from rich.text import Text
 
+from pipeline.core.visible import visible
+
 # A text word longer than this may fold over lines instead of widening its column.
 TEXT_WORD_CAP = 24
 # Spaces between a column's name and its value when rows are shown as records.
@@ -161,5 +163,16 @@ def fitted(console: Console, table: Table) -> RenderableType:
 
 
 def print_table(console: Console, table: Table, *, highlight: bool | None = None) -> None:
-    """Print ``table`` whole at the console's width (see the module docstring)."""
+    """Print ``table`` whole at the console's width (see the module docstring), its text
+    cells' control characters shown as escapes (cells hold names from data)."""
+    for column in table.columns:
+        column._cells = [_visible_cell(c) for c in column._cells]
     console.print(fitted(console, table), highlight=highlight)
+
+
+def _visible_cell(cell: RenderableType) -> RenderableType:
+    if isinstance(cell, str):
+        return visible(cell)
+    if isinstance(cell, Text) and visible(cell.plain) != cell.plain:
+        return Text(visible(cell.plain), style=cell.style)
+    return cell

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from pipeline.compare import metrics, stats
 from pipeline.compare.text import delta, interval, number, p_value
+from pipeline.core.visible import visible
 
 Block = Table | str
 
@@ -22,6 +23,11 @@ _VERDICT_STYLE: Final[Mapping[str, str]] = {
     stats.IMPROVEMENT: "bold green",
     stats.NO_CHANGE: "yellow",
 }
+
+
+def escape(text: str) -> str:
+    """Text from data in a line of markup: its brackets literal, its control characters seen."""
+    return markup_escape(visible(text))
 
 
 def _verdict_text(verdict: str) -> str:

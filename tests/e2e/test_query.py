@@ -402,3 +402,14 @@ def test_a_view_missing_from_a_warehouse_another_version_built_says_how_to_rebui
     # What it says to run builds the views of this version again.
     assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
     assert next(run_query(lake, "select count(*) from task_penalties")).frame.height == 1
+
+
+def test_control_characters_from_data_show_as_escapes_in_a_table(lake: Path) -> None:
+    # A name from data cannot recolour or retitle the terminal that reads it.
+    sql = "select 'tool' || chr(27) || ']0;pwned' || chr(7) || chr(0) as name"
+    code, out, _ = invoke(lake, sql)
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out and "\x00" not in out
+    assert "tool\\x1b]0;pwned\\x07\\x00" in out
+    code, out, _ = invoke(lake, sql, "--json")
+    assert json.loads(out) == [{"name": "tool\x1b]0;pwned\x07\x00"}]  # data formats keep it
