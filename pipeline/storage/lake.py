@@ -265,6 +265,10 @@ def staging_dir(lake: Path) -> Path:
     return lake / "_staging"
 
 
+# How a commit journal names its files: relative to the lake's root.
+JOURNAL_PATHS = "lake-relative"
+
+
 class Transaction:
     """Several files written and others deleted as one unit.
 
@@ -332,9 +336,17 @@ class Transaction:
     def commit(self) -> None:
         # A file both rewritten and listed for deletion is kept: the rewrite wins.
         written = {move["to"] for move in self.moves}
+        root = os.path.abspath(self.lake)
+
+        def inside(path: str) -> str:
+            # Relative to the lake, not to where the command ran: the run that finishes a
+            # crashed commit may start elsewhere, or find the lake moved or copied.
+            return os.path.relpath(os.path.abspath(path), root)
+
         journal = {
-            "moves": self.moves,
-            "deletes": [d for d in self.deletes if d not in written],
+            "paths": JOURNAL_PATHS,
+            "moves": [{"from": inside(m["from"]), "to": inside(m["to"])} for m in self.moves],
+            "deletes": [inside(d) for d in self.deletes if d not in written],
         }
         write_json_atomic(journal, self.stage / "COMMIT.json")
         _apply(self.stage)
@@ -385,7 +397,7 @@ def _discard(stage: Path) -> None:
         stage.rmdir()
 
 
-def _journal(stage: Path) -> dict[str, list[Any]] | None:
+def _journal(stage: Path) -> dict[str, Any] | None:
     """The stage's COMMIT.json, or None when it is not a journal (not JSON, wrong shape)."""
     try:
         journal = json.loads((stage / "COMMIT.json").read_bytes())
@@ -404,17 +416,21 @@ def _journal(stage: Path) -> dict[str, list[Any]] | None:
     return journal if shaped else None
 
 
-def _apply(stage: Path, journal: dict[str, list[Any]] | None = None) -> None:
+def _apply(stage: Path, journal: dict[str, Any] | None = None) -> None:
     journal = journal or json.loads((stage / "COMMIT.json").read_text())
+    # The lake the stage is in (<lake>/_staging/<batch>), wherever the lake is now. A journal
+    # written before its paths were the lake's names them as that command was given them.
+    lake = stage.parent.parent
+    place = (lambda p: lake / p) if journal.get("paths") == JOURNAL_PATHS else Path
     for move in journal["moves"]:
-        source, target = Path(move["from"]), Path(move["to"])
+        source, target = place(move["from"]), place(move["to"])
         if source.exists():
             _crash_point()
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
             fsync_path(target.parent)
     for doomed in journal["deletes"]:
-        Path(doomed).unlink(missing_ok=True)
+        place(doomed).unlink(missing_ok=True)
     (stage / "COMMIT.json").unlink()
     _discard(stage)
 

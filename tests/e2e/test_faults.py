@@ -151,6 +151,48 @@ def test_a_crash_after_the_journal_is_completed_by_the_next_run(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("then", ["another working directory", "the lake moved"])
+def test_a_crashed_commit_is_completed_wherever_the_next_run_starts(
+    source: Path,
+    clean: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    then: str,
+) -> None:
+    """The journal names its files relative to the lake: the run that finishes a crashed
+    commit may start in another folder, or find the lake moved. (It named them as the
+    crashed command was given the lake, so a relative --lake finished elsewhere found no
+    staged file, dropped them, and left parts without their components.)"""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    real_replace = os.replace
+    moves = {"n": 0}
+
+    def crash_mid_apply(src: Any, dst: Any) -> None:
+        if "_staging" in str(src) and "_staging" not in str(dst):
+            moves["n"] += 1
+            if moves["n"] == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lk.os, "replace", crash_mid_apply)
+        with pytest.raises(OSError, match="No space left"):
+            jobs.ingest([source], Path("lake"))  # relative, as a user types it
+    lake = workdir / "lake"
+    if then == "the lake moved":
+        lake = Path(shutil.move(lake, tmp_path / "moved-lake"))
+    else:
+        monkeypatch.chdir(tmp_path)
+    done = lk.recover(lake)
+    assert any(step.startswith("completed") for step in done)
+    rerun = jobs.run([source], lake, RUBRIC)
+    assert rerun.ingest.landed_task_runs == 0  # everything had landed
+    assert contents(lake) == clean
+
+
+@pytest.mark.slow
 def test_a_run_that_died_before_its_journal_is_discarded(lake: Path) -> None:
     before = landed_files(lake)
     stage = lake / "_staging" / "20260101T000000Z-deadbeef"
