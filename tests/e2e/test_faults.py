@@ -9,7 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +121,14 @@ def test_disk_full_while_staging_leaves_the_lake_as_it_was(
     assert contents(lake) == clean
 
 
-@pytest.mark.slow
-def test_a_crash_after_the_journal_is_completed_by_the_next_run(
-    source: Path, clean: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    lake = tmp_path / "lake"
+@contextmanager
+def crashing_at_the_third_move(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The block's command commits, then dies (disk full) at the third move of its journal:
+    staging writes pass, the third move into the lake proper fails."""
     real_replace = os.replace
     moves = {"n": 0}
 
     def crash_mid_apply(src: Any, dst: Any) -> None:
-        # Staging writes pass; the third move into the lake proper dies.
         if "_staging" in str(src) and "_staging" not in str(dst):
             moves["n"] += 1
             if moves["n"] == 3:
@@ -139,7 +138,16 @@ def test_a_crash_after_the_journal_is_completed_by_the_next_run(
     with monkeypatch.context() as patch:
         patch.setattr(lk.os, "replace", crash_mid_apply)
         with pytest.raises(OSError, match="No space left"):
-            jobs.ingest([source], lake)
+            yield
+
+
+@pytest.mark.slow
+def test_a_crash_after_the_journal_is_completed_by_the_next_run(
+    source: Path, clean: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = tmp_path / "lake"
+    with crashing_at_the_third_move(monkeypatch):
+        jobs.ingest([source], lake)
     journals = list((lake / "_staging").glob("*/COMMIT.json"))
     assert len(journals) == 1  # the batch is committed, only partly moved
     done = lk.recover(lake)
@@ -166,20 +174,8 @@ def test_a_crashed_commit_is_completed_wherever_the_next_run_starts(
     workdir = tmp_path / "work"
     workdir.mkdir()
     monkeypatch.chdir(workdir)
-    real_replace = os.replace
-    moves = {"n": 0}
-
-    def crash_mid_apply(src: Any, dst: Any) -> None:
-        if "_staging" in str(src) and "_staging" not in str(dst):
-            moves["n"] += 1
-            if moves["n"] == 3:
-                raise OSError(errno.ENOSPC, "No space left on device")
-        real_replace(src, dst)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(lk.os, "replace", crash_mid_apply)
-        with pytest.raises(OSError, match="No space left"):
-            jobs.ingest([source], Path("lake"))  # relative, as a user types it
+    with crashing_at_the_third_move(monkeypatch):
+        jobs.ingest([source], Path("lake"))  # relative, as a user types it
     lake = workdir / "lake"
     if then == "the lake moved":
         lake = Path(shutil.move(lake, tmp_path / "moved-lake"))
