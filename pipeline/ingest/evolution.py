@@ -21,6 +21,7 @@ import polars as pl
 
 from pipeline.core.sql import run_sql
 from pipeline.storage import lake as lk
+from pipeline.storage.state import SCHEMA
 from pipeline.storage.store import LakeStore
 
 # news key -> (table, column, JSON record column or not)
@@ -39,7 +40,7 @@ NEWS_LABELS = {
     "components": "components",
     "env_types": "env types",
 }
-SCHEMA_STATE = "schema"
+SCHEMA_STATE = SCHEMA
 
 
 def _names(frame: pl.DataFrame, column: str, is_record: bool) -> pl.DataFrame:

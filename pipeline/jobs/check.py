@@ -3,6 +3,7 @@
 ``check_lake`` reads and never writes (it takes the lake's lock so that it sees
 no run half-applied) and returns every violation as data, one line each:
 
+- state: the nightly ledger and the schema names read as JSON of their shape;
 - parts: every landed file belongs to a part whose manifest lists it, with the
   row count its footer says; no interrupted run is waiting to be finished;
 - lines: every source line is in exactly one place: a run_id lands once, a line (its
@@ -237,7 +238,20 @@ def check_warehouse(lake: Path) -> list[str]:
     return found
 
 
+def check_state(lake: Path) -> list[str]:
+    """The ledger and the schema names (the rubric's files are check_rubric's)."""
+    from pipeline.storage.state import LEDGER, SCHEMA, needed_repairs
+
+    named = tuple(str(lk.state_path(lake, name)) for name in (LEDGER, SCHEMA))
+    return [
+        f"{why}; the next run, score or nightly mends it ({done.split(':')[0]})"
+        for why, done in needed_repairs(lake).found
+        if why.startswith(named)
+    ]
+
+
 CHECKS: dict[str, Callable[[Path], list[str]]] = {
+    "state": check_state,
     "parts": check_parts,
     "lines": check_lines,
     "rubric": check_rubric,

@@ -51,8 +51,9 @@ def rubric_conflict(lake: Path, rubric: Rubric) -> str | None:
 
 def known_rubrics(lake: Path) -> dict[str, dict[str, object]]:
     """Every rubric the lake holds scores for, by rubric_id (lineage)."""
-    known: dict[str, dict[str, object]] = LakeStore(lake).read_state(RUBRICS, {})
-    return known
+    known = LakeStore(lake).read_state(RUBRICS, {})
+    # Not a mapping (a hand's null): it names nothing (repair_state rebuilds it).
+    return known if isinstance(known, dict) else {}
 
 
 def stage_rubric(tx: lk.Transaction, lake: Path, rubric: Rubric) -> None:

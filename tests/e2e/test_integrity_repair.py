@@ -187,6 +187,11 @@ def test_nightly_relands_a_part_changed_on_disk(tmp_path: Path) -> None:
         ("_state/current_rubric.json", b"", "restored as rubric"),
         ("_state/current_rubric.json", b'{"rubric_id": 1}', "restored as rubric"),
         ("_state/rubrics.json", b"\xff\xfe", "rebuilt with the current rubric"),
+        # Valid JSON of another shape: each had stopped every command, or made false news.
+        ("_state/rubrics.json", b"null", "rebuilt with the current rubric"),
+        ("_state/rubrics.json", b"{}", "does not hold the current rubric"),
+        ("_state/ledger.json", b"null", "reset to empty"),
+        ("_state/schema.json", b"{}", "removed: the next ingest lists the names"),
         ("manifest", b"", "rebuilt from its"),
     ],
 )
@@ -202,13 +207,37 @@ def test_a_broken_state_file_is_named_and_repaired(
     code, output = invoke("check", "--lake", str(lake))
     assert code == 1
     # check names the file, or (for JSON of the wrong shape) the current rubric it holds.
-    assert str(path) in output or "current rubric does not parse" in output
+    assert (
+        str(path) in output
+        or "current rubric does not parse" in output
+        or "lineage holds other content" in output
+    ), output
     code, output = invoke("score", "--lake", str(lake))
     assert code == 0, output
     note = next(line for line in output.splitlines() if str(path) in line)
     assert named in note
     assert _task_runs_count(lake) == runs
     assert invoke("check", "--lake", str(lake))[0] == 0, invoke("check", "--lake", str(lake))
+
+
+@pytest.mark.slow
+def test_a_deleted_current_rubric_comes_back_as_the_analysts_not_the_default(
+    sample_lake_copy: Path, tmp_path: Path
+) -> None:
+    """The lake remembers its rubric: a nightly after the file is deleted must not undo an
+    analyst's change by starting over with the defaults (it did, rescoring everything)."""
+    lake = sample_lake_copy
+    rubric = tmp_path / "strict.toml"
+    rubric.write_text('rubric_id = "strict"\n[task]\nfailure_threshold = 0.5\n')
+    assert invoke("score", "--rubric", str(rubric), "--lake", str(lake))[0] == 0
+    (lake / "_state" / "current_rubric.json").unlink()
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    assert "current_rubric.json is missing; restored as rubric strict" in output
+    assert "rubric changed" not in output
+    document = json.loads((lake / "_state" / "current_rubric.json").read_text())
+    assert document["rubric_id"] == "strict"
+    assert invoke("check", "--lake", str(lake))[0] == 0
 
 
 @pytest.mark.slow
