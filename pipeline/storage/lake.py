@@ -102,6 +102,22 @@ def is_lake(path: Path) -> bool:
     return (path / LAKE_MARKER).is_file() or any((path / s).exists() for s in LEGACY_SIGNS)
 
 
+# Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake path
+# holding one would make the warehouse build read other folders' files.
+GLOB_CHARACTERS = frozenset("*?[]{}")
+
+
+def lake_path_problem(path: Path) -> str | None:
+    """Why no lake can live at ``path`` whatever it holds (None when one can)."""
+    root = str(path.resolve())
+    if GLOB_CHARACTERS & set(root) or "\x00" in root:
+        return (
+            f"the lake path {root!r} holds glob characters ({''.join(sorted(GLOB_CHARACTERS))}),"
+            " which the warehouse's reader takes as a pattern; choose another folder"
+        )
+    return None
+
+
 def not_a_lake(path: Path, *, may_create: bool) -> str | None:
     """Why ``path`` cannot serve as a lake (None when it can).
 
@@ -109,6 +125,9 @@ def not_a_lake(path: Path, *, may_create: bool) -> str | None:
     ingest may create one, in a new or empty folder, never inside a folder
     that holds other things.
     """
+    problem = lake_path_problem(path)
+    if problem:
+        return problem
     if is_lake(path):
         return None
     if path.exists() and not path.is_dir():

@@ -83,9 +83,6 @@ if TYPE_CHECKING:
 # Raised when the file's layout changes in a way the SQL files and schemas do not show.
 LAYOUT = 3
 PART_COLUMN = "_part"
-# Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake
-# path holding one would make the build read other folders' files.
-GLOB_CHARACTERS = set("*?[]{}")
 FILE_COLUMNS = {
     "tbl": pl.String,
     "path": pl.String,
@@ -141,8 +138,9 @@ def built_by_this_version(con: duckdb.DuckDBPyConnection) -> bool | None:
 
 def check_lake_path(lake: Path) -> str:
     root = str(lake.resolve())
-    if GLOB_CHARACTERS & set(root) or "\x00" in root:
-        raise WarehouseError(f"the lake path {root!r} holds glob characters; choose another")
+    problem = lk.lake_path_problem(lake)
+    if problem:
+        raise WarehouseError(problem)
     return root
 
 

@@ -91,3 +91,15 @@ def test_an_html_page_named_as_a_folder(tmp_path: Path, lake: Path) -> None:
     args = ["compare", "--agent", "a", "--baseline", "1", "--candidate", "2"]
     line = refused(*args, "--html", str(tmp_path), "--lake", str(lake))
     assert line == f"usage: --html names a folder, not a file to write: {tmp_path}"
+
+
+@pytest.mark.parametrize("command", ["run", "ingest"])
+def test_a_lake_path_with_glob_characters_is_refused_before_anything_lands(
+    tmp_path: Path, command: str
+) -> None:
+    # It was refused only when the warehouse was built, after the runs had landed.
+    (tmp_path / "in.jsonl").write_text("{}\n")
+    lake = tmp_path / "a[1]" / "lake"
+    line = refused(command, str(tmp_path / "in.jsonl"), "--lake", str(lake))
+    assert line.startswith(f"usage: the lake path '{lake}' holds glob characters")
+    assert not (tmp_path / "a[1]").exists()
