@@ -1,7 +1,8 @@
 """The lake checker: the invariants every command must leave true, verified from the lake.
 
-``check_lake`` reads and never writes (it takes the lake's lock so that it sees
-no run half-applied) and returns every violation as data, one line each:
+``check_lake`` reads and never writes, not even a lock file (it shares the lake's lock, so
+that it sees no run half-applied, and works on a read-only mount) and returns every violation
+as data, one line each:
 
 - state: the nightly ledger and the schema names read as JSON of their shape;
 - parts: every landed file belongs to a part whose manifest lists it, with the
@@ -275,7 +276,7 @@ def check_lake_locked(lake: Path) -> CheckReport:
 
 def check_lake(lake: Path) -> CheckReport:
     """Every invariant of the lake, read under its lock; see the module docstring."""
-    with lk.lake_lock(lake):
+    with lk.reading_lock(lake):
         return check_lake_locked(lake)
 
 

@@ -280,6 +280,30 @@ def lake_lock(lake: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def reading_lock(lake: Path) -> Iterator[None]:
+    """For a command that only reads (``check``): no writer is half way while it looks, and
+    it writes nothing, not even the lock, so a lake on a read-only mount can be checked. A
+    lake without a lock file (none can be made there) has no writer to wait for."""
+    try:
+        handle = open(lake / ".lock")  # noqa: SIM115 (closed below, after the unlock)
+    except OSError:
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            holder = handle.read().strip() or "another process"
+            raise LakeBusyError(
+                f"the lake {lake} is in use by {holder}; wait for it to finish"
+            ) from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def staging_dir(lake: Path) -> Path:
     return lake / "_staging"
 

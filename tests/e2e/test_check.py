@@ -245,3 +245,27 @@ def test_nightly_ends_with_the_check_in_its_summary(tmp_path: Path) -> None:
     summary = json.loads(next((lake / "_runs").glob("nightly-*.json")).read_text())
     assert summary["check_ok"] is True
     assert summary["check_violations"] == []
+
+
+@pytest.mark.slow
+def test_check_writes_nothing_so_a_read_only_lake_can_be_checked(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No lock file made, no marker written, no file touched (on a read-only mount each of
+    those had failed the check with EROFS)."""
+    import errno
+
+    from pipeline.storage import lake as lk
+
+    (lake / ".lock").unlink(missing_ok=True)
+    before = {p: p.stat().st_mtime_ns for p in lake.rglob("*")}
+    real_open = open
+
+    def read_only(path: object, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if any(flag in mode for flag in "wax+"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(lk, "open", read_only, raising=False)
+    assert violations(lake) == (0, [])
+    assert {p: p.stat().st_mtime_ns for p in lake.rglob("*")} == before
