@@ -21,12 +21,14 @@ match ``.*.tmp``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import itertools
 import json
 import os
 import secrets
+import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -208,9 +210,32 @@ def _write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
 
 def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> Path:
     """Write ``frame`` to ``path`` so that the file is either whole or absent."""
-    return _write_atomic(
-        path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True)
-    )
+
+    def write(tmp: Path) -> None:
+        frame.write_parquet(tmp, compression="zstd", statistics=True)
+        _whole_parquet(tmp, path)
+
+    return _write_atomic(path, write)
+
+
+PARQUET_MAGIC = b"PAR1"
+
+
+def _whole_parquet(written: Path, meant: Path) -> None:
+    """A Parquet file ends with its magic: a disk that filled up part way can leave a cut
+    file behind without the writer saying so, which a later read calls "Invalid thrift"."""
+    size = written.stat().st_size
+    with open(written, "rb") as handle:
+        handle.seek(max(size - len(PARQUET_MAGIC), 0))
+        whole = size >= 2 * len(PARQUET_MAGIC) and handle.read() == PARQUET_MAGIC
+    if not whole:
+        free = shutil.disk_usage(written.parent).free
+        raise OSError(
+            errno.ENOSPC,
+            f"{meant} was written cut short ({size} bytes, no Parquet footer): is the disk "
+            f"full? {free} bytes are free there",
+            str(meant),
+        )
 
 
 def write_json_atomic(document: Any, path: Path) -> Path:
