@@ -236,6 +236,9 @@ def _check(resolved: dict[str, Any]) -> None:
         if not (math.isfinite(weight) and weight >= 0):
             raise _fail(f"surface.weights.{name}", weight, "weights must be >= 0")
         _bounded(f"surface.weights.{name}", weight)
+    if not math.fsum(surface["weights"].values()) > 0:
+        # Nothing could be averaged: every server would show 0.0 and an F.
+        raise _fail("surface.weights", surface["weights"], "at least one weight must be > 0")
     for key in ("smell_severity", "letter_bands"):
         for name, value in surface[key].items():
             _bounded(f"surface.{key}.{name}", value)
@@ -247,9 +250,14 @@ def _check(resolved: dict[str, Any]) -> None:
             raise _fail(f"surface.{bad}", surface[bad], f"must be greater than surface.{good}")
 
 
+# A rubric without a rubric_id is named by its content: this prefix and 16 hex digits of
+# its hash. Only such an id may start with it, so no rubric can take another's content id.
+CONTENT_ID_PREFIX = "sha256:"
+
+
 def _content_id(resolved: Mapping[str, Any]) -> str:
     canonical = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return CONTENT_ID_PREFIX + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _sources(given: Any, envs: set[str]) -> InspectMapping | None:
@@ -297,13 +305,22 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
     if inspect is not None:
         # Only a rubric that gives [sources] holds it: the default rubric's id is unchanged.
         resolved["sources"] = {"inspect": inspect.resolved()}
+    content_id = _content_id(resolved)
+    spoofed = isinstance(rubric_id, str) and rubric_id.startswith(CONTENT_ID_PREFIX)
+    if spoofed and rubric_id != content_id:
+        raise _fail(
+            "rubric_id",
+            rubric_id,
+            f"an id starting {CONTENT_ID_PREFIX!r} names a rubric by its content, and this "
+            f"rubric's is {content_id}: give another id, or none",
+        )
     envs = {
         name: EnvRubric(env_type=name, gate=env.get("gate"), weights=dict(env["weights"]))
         for name, env in task.items()
         if isinstance(env, dict)
     }
     return Rubric(
-        rubric_id=rubric_id if rubric_id is not None else _content_id(resolved),
+        rubric_id=rubric_id if rubric_id is not None else content_id,
         task=TaskRubric(
             minimization_multiple=task["minimization_multiple"],
             failure_threshold=task.get("failure_threshold"),
@@ -333,7 +350,8 @@ def load_rubric(path: Path | None) -> Rubric:
             raise RubricError(
                 f"rubric file {path}: larger than {MAX_RUBRIC_BYTES} bytes, not a rubric"
             )
-        text = data.decode("utf-8")
+        # A BOM is what some editors save UTF-8 with; TOML does not allow one.
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:
         raise RubricError(f"rubric file {path}: cannot be read ({exc})") from exc
     nesting = max(text.count("["), text.count("{"))

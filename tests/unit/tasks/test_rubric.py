@@ -120,3 +120,24 @@ def test_cli_refuses_bad_rubric_with_exit_2_before_any_work(tmp_path: Path) -> N
     assert done.returncode == 2
     assert "task.minimization_multiple = 1.0" in done.stderr
     assert not lake.exists()  # nothing read, nothing written
+
+
+def test_a_content_id_names_only_its_content() -> None:
+    # A rubric cannot take the default's content id (the lake could then never go back to
+    # the defaults: that id would name two rubrics); its own content id it may give.
+    default_id = parse_rubric({}).rubric_id
+    with pytest.raises(RubricError, match=r"names a rubric by its content, and this rubric's"):
+        parse_rubric({"rubric_id": default_id, "task": {"penalty_scale": 5.0}})
+    assert parse_rubric({"rubric_id": default_id}).rubric_id == default_id
+
+
+def test_surface_weights_that_are_all_zero_are_refused() -> None:
+    zero = dict.fromkeys(DEFAULT_RUBRIC["surface"]["weights"], 0)
+    with pytest.raises(RubricError, match=r"surface.weights.*at least one weight must be > 0"):
+        parse_rubric({"surface": {"weights": zero}})
+
+
+def test_a_rubric_file_saved_with_a_bom_reads(tmp_path: Path) -> None:
+    path = tmp_path / "r.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'rubric_id = "bom"\n[task]\npenalty_scale = 0.5\n')
+    assert load_rubric(path).rubric_id == "bom"
