@@ -249,7 +249,15 @@ def read_json(path: Path, default: Any) -> Any:
     if not path.exists():
         return default
     try:
-        return json.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError as exc:
+        # A folder in its place, or no permission: no command can mend that by itself.
+        raise StateFileError(
+            f"{path} cannot be read ({exc.strerror or exc}): make it a file this user can "
+            "read and write again (or remove it), or restore it from a backup"
+        ) from exc
+    try:
+        return json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise StateFileError(
             f"{path} is not valid JSON ({exc}); `run`, `score` or `nightly` repairs it from "

@@ -45,6 +45,8 @@ def _read(lake: Path, name: str) -> tuple[Any, str | None]:
     try:
         return lk.read_json(path, _ABSENT), None
     except lk.StateFileError as exc:
+        if isinstance(exc.__cause__, OSError):
+            raise  # a folder in its place, no permission: nothing here can mend it
         return None, f"{path} is not valid JSON ({exc.__cause__})"
 
 

@@ -491,3 +491,23 @@ def test_issue_13_acceptance_walk_in_one_lake(tmp_path: Path) -> None:
     assert code == 0 and "does not match its manifest's SHA-256" in output, output
     assert _task_runs_count(lake) == 7
     assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+@pytest.mark.slow
+def test_a_folder_in_place_of_a_state_file_is_named_with_what_to_do(
+    sample_lake_copy: Path,
+) -> None:
+    lake = sample_lake_copy
+    ledger = lake / "_state" / "ledger.json"
+    ledger.unlink(missing_ok=True)
+    ledger.mkdir()
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 1
+    assert f"failed: {ledger} cannot be read (Is a directory): make it a file" in " ".join(
+        output.split()
+    )
+    assert not any((lake / "_staging").glob("*"))  # nothing half-written
+    code, output = invoke("check", "--lake", str(lake))
+    assert code == 1 and "cannot be read (Is a directory)" in " ".join(output.split())
+    ledger.rmdir()
+    assert invoke("score", "--lake", str(lake))[0] == 0
