@@ -19,6 +19,7 @@ import duckdb
 import pytest
 
 from pipeline.rubric import RubricError, parse_rubric
+from pipeline.sources.inspect import table
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 from pipeline.sources.inspect.extract import (
     ScoreParts,
@@ -472,7 +473,7 @@ def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
     in the log's order (ids x epochs)."""
     from types import SimpleNamespace
 
-    from pipeline.sources.inspect.table import _eval_samples
+    from pipeline.sources.inspect.table import Unread, _eval_samples
 
     written = {("a", 1), ("a", 2), ("c", 2)}
 
@@ -495,4 +496,85 @@ def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
             config=SimpleNamespace(epochs=2),
         )
     )
-    assert list(_eval_samples(Api, Path("x.eval"), header)) == [("a", 1), ("a", 2), ("c", 2)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(table, "_sample_members", lambda path: len(written))
+        got = list(_eval_samples(Api, Path("x.eval"), header))
+    # The missing ones are counted, after the samples read, never passed over.
+    assert got == [
+        ("a", 1),
+        ("a", 2),
+        ("c", 2),
+        Unread(
+            "3 sample(s) the log's header lists are not in it (an eval stopped early?): "
+            "b (epoch 1), b (epoch 2), c (epoch 1)"
+        ),
+    ]
+
+
+def test_a_sample_that_cannot_be_read_is_quarantined_in_its_place() -> None:
+    """One corrupt sample fails its batch: the batch is read sample by sample, the corrupt
+    one is an Unread where it stood, and every other sample is read (the whole log was
+    quarantined as 'not readable')."""
+    from types import SimpleNamespace
+
+    class Api:
+        @staticmethod
+        def read_eval_log_samples_by_id(path: str, keys: Any, **_: Any) -> list[Any]:
+            raise ValueError("lexical error: invalid string in json text")
+
+        @staticmethod
+        def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
+            if (id, epoch) == ("a", 2):
+                raise ValueError("lexical error: invalid string in json text")
+            return (id, epoch)
+
+    header = SimpleNamespace(
+        eval=SimpleNamespace(
+            dataset=SimpleNamespace(sample_ids=["a", "b"]), config=SimpleNamespace(epochs=2)
+        )
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(table, "_sample_members", lambda path: 4)
+        got = list(table._eval_samples(Api, Path("x.eval"), header))
+    assert got == [
+        ("a", 1),
+        table.Unread(
+            "sample a epoch 2 cannot be read (ValueError: lexical error: invalid string in "
+            "json text)"
+        ),
+        ("b", 1),
+        ("b", 2),
+    ]
+
+
+def test_a_real_log_missing_its_samples_says_so_and_one_with_a_bad_sample_keeps_the_rest(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    import zipfile
+
+    source = logs[0]
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    samples = sorted(name for name in members if name.startswith("samples/"))
+    hollow, broken = tmp_path / "hollow" / "a.eval", tmp_path / "broken" / "a.eval"
+    for path, keep in ((hollow, lambda n: n not in samples), (broken, lambda n: True)):
+        path.parent.mkdir()
+        with zipfile.ZipFile(path, "w") as out:
+            for name, data in members.items():
+                if keep(name):
+                    out.writestr(
+                        name, b"{not json" if path == broken and name == samples[0] else data
+                    )
+    lake = tmp_path / "lake"
+    hollow_report = pipeline("ingest", hollow, "--lake", lake)
+    assert hollow_report.returncode == 0, hollow_report.stderr
+    broken_report = pipeline("ingest", broken, "--lake", tmp_path / "lake2")
+    assert broken_report.returncode == 0, broken_report.stderr
+    with duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True) as con:
+        (reason,) = con.execute("select reason from quarantine").fetchone() or ("",)
+    assert reason.startswith(f"{len(samples)} sample(s) the log's header lists are not in it")
+    with duckdb.connect(str(tmp_path / "lake2" / "warehouse.duckdb"), read_only=True) as con:
+        runs = con.execute("select count(*) from task_runs").fetchall()
+        bad = con.execute("select reason from quarantine").fetchall()
+    assert runs == [(len(samples) - 1,)]
+    assert len(bad) == 1 and "cannot be read" in bad[0][0]
