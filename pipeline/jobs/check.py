@@ -118,7 +118,7 @@ def unresolved_quarantine(lake: Path) -> pl.DataFrame:
 
 
 def check_rubric(lake: Path) -> list[str]:
-    from pipeline.rubric import RubricError, parse_rubric
+    from pipeline.rubric import CONTENT_ID_PREFIX, RubricError, parse_rubric
     from pipeline.storage.rubrics import known_rubrics
     from pipeline.storage.state import CURRENT_RUBRIC
 
@@ -130,16 +130,17 @@ def check_rubric(lake: Path) -> list[str]:
         return ["runs have landed but the lake has no current rubric"] if has_runs else []
     stored_id, resolved = document.get("rubric_id"), document.get("resolved")
     try:
+        # Named by its content: an edit of the content leaves the id naming other content.
+        if str(stored_id).startswith(CONTENT_ID_PREFIX):
+            content_id = parse_rubric(dict(resolved or {})).rubric_id
+            if content_id != stored_id:
+                return [f"the stored rubric's id {stored_id} is not its content's {content_id}"]
         parsed = parse_rubric({"rubric_id": stored_id, **(resolved or {})})
     except RubricError as exc:
         return [f"the stored current rubric does not parse: {exc}"]
     problems: list[str] = []
     if dict(parsed.resolved) != resolved:
         problems.append(f"the stored rubric {stored_id} is not in its resolved form")
-    if str(stored_id).startswith("sha256:"):
-        content_id = parse_rubric(dict(resolved or {})).rubric_id
-        if content_id != stored_id:
-            problems.append(f"the stored rubric's id {stored_id} is not its content's {content_id}")
     known = known_rubrics(lake).get(str(stored_id))
     if known != resolved:
         problems.append(f"lineage holds other content (or none) for rubric {stored_id}")
