@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pipeline.cli.options import (
+    DEFAULT_RUBRIC_WORD,
     EXIT_FAILED,
     EXIT_OK,
     JsonOption,
@@ -27,8 +28,12 @@ if TYPE_CHECKING:
 
 
 def rescore_diff(
-    rubric_from: Annotated[str, typer.Option("--from", help="rubric_id before.")],
-    rubric_to: Annotated[str, typer.Option("--to", help="rubric_id after.")],
+    rubric_from: Annotated[
+        str, typer.Option("--from", help="rubric_id before ('default': the built-in rubric).")
+    ],
+    rubric_to: Annotated[
+        str, typer.Option("--to", help="rubric_id after ('default': the built-in rubric).")
+    ],
     lake: LakeOption = DEFAULT_LAKE,
     as_json: JsonOption = False,
 ) -> None:
@@ -36,8 +41,14 @@ def rescore_diff(
     lake_or_exit(lake)
     from pipeline.cli import printing
     from pipeline.jobs import lineage
+    from pipeline.rubric import load_rubric
     from pipeline.storage.rubrics import known_rubrics
 
+    # As --rubric default names it: the built-in rubric, by its content id.
+    default_id = load_rubric(None).rubric_id
+    rubric_from, rubric_to = (
+        default_id if r == DEFAULT_RUBRIC_WORD else r for r in (rubric_from, rubric_to)
+    )
     known = known_rubrics(lake)
     unknown = [r for r in (rubric_from, rubric_to) if r not in known]
     if unknown:

@@ -154,6 +154,12 @@ def test_rescore_diff_shows_the_same_after_the_change(lake: Path, tmp_path: Path
     diff = json.loads(result.output)
     assert diff["surface_changes"] == EXPECTED_CHANGES
     assert diff["letter_distribution"] == EXPECTED_LETTERS
+    # 'default' names the built-in rubric, as --rubric default does.
+    again = runner.invoke(
+        app, ["rescore-diff", "--from", "default", "--to", "no-ce", "--lake", str(lake), "--json"]
+    )
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output) == diff == {**diff, "from": before}
 
 
 @pytest.mark.slow
