@@ -193,7 +193,8 @@ class VersionRegression(Model):
     env_type: str
     baseline: str
     candidate: str
-    paired_problems: pl.Int64 = Field(ge=1)
+    # 0 on the `all` row of a step with no paired problem (its gate fails: nothing measured).
+    paired_problems: pl.Int64 = Field(ge=0)
     baseline_mean: pl.Float64 = Field(nullable=True)
     candidate_mean: pl.Float64 = Field(nullable=True)
     delta: pl.Float64 = Field(nullable=True)

@@ -115,8 +115,9 @@ def compare(
         bool,
         typer.Option(
             "--fail-on-regression",
-            help="Exit 1 when the overall verdict is regression, or any env type's after a "
-            "Holm correction over the env types.",
+            help="Exit 1 when the overall verdict is regression, when any env type's is after "
+            "a Holm correction over the env types, or when fewer than 2 problems are paired "
+            "(nothing measured).",
         ),
     ] = False,
 ) -> None:

@@ -194,8 +194,42 @@ def consecutive_pairs(runs: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def consecutive_steps(runs: pl.LazyFrame) -> pl.LazyFrame:
+    """Each agent's (baseline, candidate) pairs of consecutive versions, paired or not."""
+    order = version_order(runs).select("agent", "agent_version", "version_index")
+    return order.join(
+        order.select("agent", candidate="agent_version", version_index=pl.col("version_index") - 1),
+        on=["agent", "version_index"],
+    ).select("agent", baseline="agent_version", candidate="candidate")
+
+
 def version_regressions(runs: pl.LazyFrame, confidence: float) -> pl.DataFrame:
-    """The gate's table for every consecutive pair of versions of every agent."""
+    """The gate's table for every consecutive pair of versions of every agent. A step with
+    no paired problem (a candidate whose every run was a grader error, or that ran other
+    problems) has its ``all`` row too, with 0 pairs: its gate fails, and a scan of the
+    table for failing gates must not pass over it."""
     # The version order and the problems both read the runs (a scan and a join with their
     # scores): cached, that is done once, ~40% of the table's time at 100k runs.
-    return step_table(consecutive_pairs(runs.cache()).collect(), confidence)
+    cached = runs.cache()
+    table = step_table(consecutive_pairs(cached).collect(), confidence)
+    unpaired = (
+        consecutive_steps(cached)
+        .join(table.lazy().select(GROUP).unique(), on=list(GROUP), how="anti")
+        .collect()
+    )
+    if unpaired.is_empty():
+        return table
+    nothing = unpaired.with_columns(
+        env_type=pl.lit(ALL_ENV_TYPES),
+        paired_problems=pl.lit(0, pl.Int64),
+        verdict=pl.lit(stats.NO_CHANGE),
+        insufficient_data=pl.lit(True),
+        holm_family=pl.lit(1, pl.Int64),
+        gate_verdict=pl.lit(stats.NO_CHANGE),
+    )
+    return (
+        pl.concat([table, nothing], how="diagonal_relaxed")
+        .select(COLUMNS)
+        .cast(table.schema)
+        .sort([*GROUP, pl.col("env_type") != ALL_ENV_TYPES, "env_type"])
+    )

@@ -386,5 +386,9 @@ def test_a_gate_does_not_pass_what_it_could_not_measure(tmp_path: Path) -> None:
         ).fetchall()
     finally:
         con.close()
-    # A pair with no paired problem has no row; the one-pair step fails its gate.
-    assert rows == [("one-pair-agent", "1.2", 1, "no_change", True)]
+    # Both steps are in the table with a failing gate, the unpaired one with 0 pairs: a scan
+    # for failing gates (`where gate_fails`) passes over neither.
+    assert rows == [
+        ("gate-agent", "1.1", 0, "no_change", True),
+        ("one-pair-agent", "1.2", 1, "no_change", True),
+    ]

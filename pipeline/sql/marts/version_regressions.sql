@@ -1,7 +1,7 @@
 -- version_regressions: the release gate for each pair of consecutive versions of each
 -- agent (consecutive in `history`'s order: first graded run, then version text), under
 -- the current rubric. One row per env type the pair shares problems in, and one row with
--- env_type = 'all' (every paired problem). These are the numbers `compare` gates on,
+-- env_type = 'all' (every paired problem; 0 when the pair shares none, its gate failing). These are the numbers `compare` gates on,
 -- computed by the same Python function at scoring time (pipeline/compare/regressions.py:
 -- SQL has no t quantile) and rebuilt whenever scores or landed runs change.
 --   paired_problems   problems (problem_id, env_type) both versions have a score for
