@@ -127,7 +127,18 @@ def check_rubric(lake: Path) -> list[str]:
         has_runs = bool(_landed(lake, "task_runs", ["run_id"]).height) or bool(
             _landed(lake, "surface_runs", ["run_id"]).height
         )
-        return ["runs have landed but the lake has no current rubric"] if has_runs else []
+        missing = (
+            "runs have landed but the lake has no current rubric; the next run, score or "
+            "nightly restores it from the warehouse's rubric (or, with none, scores under the "
+            "rubric it is given)"
+        )
+        return [missing] if has_runs else []
+    path = lk.state_path(lake, CURRENT_RUBRIC)
+    if not (isinstance(document, dict) and isinstance(document.get("resolved"), dict)):
+        return [
+            f"{path} is not a valid current rubric document; the next run, score or nightly "
+            "restores it from the warehouse's rubric"
+        ]
     stored_id, resolved = document.get("rubric_id"), document.get("resolved")
     try:
         # Named by its content: an edit of the content leaves the id naming other content.
@@ -143,7 +154,10 @@ def check_rubric(lake: Path) -> list[str]:
         problems.append(f"the stored rubric {stored_id} is not in its resolved form")
     known = known_rubrics(lake).get(str(stored_id))
     if known != resolved:
-        problems.append(f"lineage holds other content (or none) for rubric {stored_id}")
+        problems.append(
+            f"lineage holds other content (or none) for rubric {stored_id}; the next run, "
+            "score or nightly records the current rubric there"
+        )
     return problems
 
 

@@ -21,7 +21,11 @@ def current_rubric(lake: Path) -> Rubric | None:
     document = LakeStore(lake).read_state(CURRENT_RUBRIC, None)
     if document is None:
         return None
-    return parse_rubric({"rubric_id": document["rubric_id"], **document["resolved"]})
+    if not (isinstance(document, dict) and isinstance(document.get("resolved"), dict)):
+        # Another shape ({}, [], a hand's edit): the commands that write restore it first
+        # (storage/state.py); a reader sees none, and check names the file.
+        return None
+    return parse_rubric({"rubric_id": document.get("rubric_id"), **document["resolved"]})
 
 
 def lake_rubric(lake: Path, explicit: Rubric | None = None) -> Rubric:
