@@ -128,9 +128,11 @@ def query(
     except q.QueryError as exc:
         errors.print(f"[bold red]query failed:[/] {escape(_one_line(exc))}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc
-    for result in results:
+    for index, result in enumerate(results):
         if result.truncated:
             errors.print(
                 f"note: only the first {rows} rows were fetched (--max-rows)", highlight=False
             )
+        if index and chosen is OutputFormat.markdown:
+            sys.stdout.write("\n")  # two tables, not one: Markdown ends a table at a blank line
         print_query_result(result.frame, chosen, rows)

@@ -323,6 +323,8 @@ def test_two_statements_are_one_document_only_as_a_table(lake: Path, flag: str) 
     assert err.startswith(f"usage: --format {flag[2:]} prints one result: give one statement")
     code, out, _ = invoke(lake, "select 1 as a; select 2 as b")
     assert code == 0 and "a" in out and "b" in out
+    code, out, _ = invoke(lake, "select 1 as a; select 2 as b", "--format", "markdown")
+    assert code == 0 and "|\n\n|" in out  # two Markdown tables, a blank line between
 
 
 def test_a_lake_that_is_a_file_or_has_no_warehouse_is_a_usage_error(tmp_path: Path) -> None:
