@@ -9,6 +9,7 @@ Each mends the lake first (pipeline/jobs/prepare.py) and refreshes the warehouse
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,9 +90,15 @@ def score(
 def dry_run(
     lake: Path, rubric: Rubric | None = None, settings: Settings | None = None
 ) -> RescoreDiff:
-    """Score every part under ``rubric`` in memory and diff it against the current scores."""
-    with use_settings(settings or current_settings()), lk.lake_lock(lake):
-        prepare(lake)
+    """Score every part under ``rubric`` in memory and diff it against the current scores.
+
+    A lake this user may write is mended first, under its lock; one on a read-only mount is
+    read as it is, under the lock shared (as ``check`` reads it)."""
+    writable = os.access(lake, os.W_OK)
+    lock = lk.lake_lock(lake) if writable else lk.reading_lock(lake)
+    with use_settings(settings or current_settings()), lock:
+        if writable:
+            prepare(lake)
         before = current_rubric(lake)
         rubric = lake_rubric(lake, rubric)
         if before is None:

@@ -265,6 +265,40 @@ def test_score_dry_run_json_still_works(tmp_path: Path) -> None:
     assert rubric_ids(lake) == {DEFAULT_ID}  # a dry run replaces nothing
 
 
+@pytest.mark.slow
+def test_a_dry_run_reads_a_lake_on_a_read_only_mount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It writes nothing there, not even the lock (it had failed with EROFS on .lock)."""
+    import errno
+    import os
+
+    from pipeline.storage import lake as lk
+
+    lake = tmp_path / "lake"
+    assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(lake))[0] == 0
+    strict = tmp_path / "strict.toml"
+    strict.write_text(STRICT_TOML)
+    (lake / ".lock").unlink()
+    before = {p: p.stat().st_mtime_ns for p in lake.rglob("*")}
+    real_open, real_access = open, os.access
+
+    def read_only(path: object, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if any(flag in mode for flag in "wax+"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    def no_writing(path: object, mode: int, **kwargs: object) -> bool:
+        return False if mode & os.W_OK else real_access(path, mode, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lk, "open", read_only, raising=False)
+    monkeypatch.setattr(os, "access", no_writing)
+    code, out = cli("score", "--dry-run", "--json", "--rubric", str(strict), "--lake", str(lake))
+    assert code == 0, out
+    assert json.loads(out)["to"] == "strict"
+    assert {p: p.stat().st_mtime_ns for p in lake.rglob("*")} == before
+
+
 # --- One state per line ------------------------------------------------------------------
 
 FUZZ_TOML = (
