@@ -180,7 +180,8 @@ def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = No
         change = printing.rubric_change_line(
             report.scored.rubric_before,
             report.scored.rubric_id,
-            report.scored.task_runs + report.scored.surface_runs,
+            report.scored.task_runs,
+            report.scored.surface_runs,
         )
         if change:
             console.print(change, highlight=False, markup=False)

@@ -85,18 +85,23 @@ def _shown_name(name: str) -> str:
     return name if plain else json.dumps(name)
 
 
-def rubric_change_line(before: str | None, after: str, runs_rescored: int) -> str | None:
+def rubric_change_line(
+    before: str | None, after: str, task_runs: int, surface_grades: int
+) -> str | None:
     """What an explicit rubric changed, in one line (None when it changed nothing)."""
     if before == after:
         return None
     if before is None:
         return f"rubric: the lake starts with {after}"
-    return f"rubric changed: {before} -> {after}; {runs_rescored} run(s) rescored"
+    return (
+        f"rubric changed: {before} -> {after}; {task_runs} task run(s) and "
+        f"{surface_grades} surface grade(s) rescored"
+    )
 
 
 def print_score_result(console: Console, result: ScoreResult) -> None:
     change = rubric_change_line(
-        result.rubric_before, result.rubric_id, result.task_runs + result.surface_runs
+        result.rubric_before, result.rubric_id, result.task_runs, result.surface_runs
     )
     if change:
         console.print(change, highlight=False, markup=False)
@@ -202,7 +207,10 @@ def print_nightly_summary(console: Console, summary: NightlySummary) -> None:
     for line in news_lines(summary.schema_news):
         console.print(line, highlight=False, markup=False)
     change = rubric_change_line(
-        summary.rubric_before, summary.rubric_after or "", summary.runs_scored
+        summary.rubric_before,
+        summary.rubric_after or "",
+        summary.task_runs_scored,
+        summary.surface_grades_scored,
     )
     if change:
         console.print(change, highlight=False, markup=False)

@@ -41,6 +41,8 @@ class NightlySummary(IngestCounts):
     files_in_inbox: int
     files_new: int
     runs_scored: int = 0
+    task_runs_scored: int = 0
+    surface_grades_scored: int = 0
     full_rescore: bool = False
     rubric_before: str | None = None
     rubric_after: str | None = None
@@ -157,6 +159,8 @@ def nightly(
                 result = score_locked(lake, rubric, full=False, engine=engine)
             seconds |= {f"score: {stage}": value for stage, value in result.stages.items()}
             summary.runs_scored = result.task_runs + result.surface_runs
+            summary.task_runs_scored = result.task_runs
+            summary.surface_grades_scored = result.surface_runs
             summary.full_rescore = result.full
             with timed(seconds, "warehouse"):
                 build_warehouse(lake, rubric.rubric_id)

@@ -95,7 +95,7 @@ def test_commands_without_rubric_keep_the_lakes_rubric(tmp_path: Path) -> None:
     # Only an explicit --rubric changes it, and the output says what changed.
     code, out = cli("run", str(second), "--lake", str(lake), "--rubric", "default")
     assert code == 0, out
-    assert f"rubric changed: strict -> {DEFAULT_ID}; 4 run(s) rescored" in out
+    assert f"rubric changed: strict -> {DEFAULT_ID}; 4 task run(s) and 0 surface grade(s)" in out
     assert rubric_ids(lake) == {DEFAULT_ID}
     current = json.loads((lake / "_state" / "current_rubric.json").read_text())
     assert current["rubric_id"] == DEFAULT_ID
@@ -111,7 +111,7 @@ def test_score_with_a_new_rubric_says_what_changed(tmp_path: Path) -> None:
     strict.write_text(STRICT_TOML)
     code, out = cli("score", "--lake", str(lake), "--rubric", str(strict))
     assert code == 0, out
-    assert f"rubric changed: {DEFAULT_ID} -> strict; 2 run(s) rescored" in out
+    assert f"rubric changed: {DEFAULT_ID} -> strict; 2 task run(s) and 0 surface grade(s)" in out
     # The same rubric again changes nothing and says nothing about a change.
     code, out = cli("score", "--lake", str(lake), "--rubric", str(strict))
     assert code == 0 and "rubric changed" not in out
