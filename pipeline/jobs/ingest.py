@@ -99,6 +99,7 @@ def ingest_locked(
         parts=lander.parts,
         seconds=time.perf_counter() - started,
         notes=unterminated_notes(files)
+        + lander.notes
         + scanned.skipped
         + failures
         + file_notes(lander.outcomes, exclude=set(lander.failed))

@@ -72,6 +72,8 @@ class Lander:
     found: dict[str, set[str]] = field(default_factory=dict)
     outcomes: list[pl.DataFrame] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    # What the reader said about files as a whole (sources.lines.Lines.notes).
+    notes: list[str] = field(default_factory=list)
     # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
@@ -99,6 +101,7 @@ class Lander:
         try:
             ahead: tuple[Lines, Future[Batch]] | None = None
             for lines in chunks:
+                self.notes.extend(lines.notes)
                 # The worker runs under the caller's settings (DuckDB's memory, threads).
                 built = pool.submit(copy_context().run, self._build, lines)
                 if ahead is not None:

@@ -25,13 +25,17 @@ from pipeline.sources.problems import with_problems
 
 
 def _file_frames(
-    path: Path, limits: ReadLimits, inspect: InspectMapping | None = None
+    path: Path,
+    limits: ReadLimits,
+    inspect: InspectMapping | None = None,
+    notes: list[str] | None = None,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
     """Frames of whole numbered lines of one file, each at most chunk_bytes of input.
 
     Each frame comes with the input bytes it holds (line endings included), so
     the caller can cut chunks on the same measure. An Inspect AI log gives one
-    task-grade record per sample and epoch instead of lines.
+    task-grade record per sample and epoch instead of lines. What the reader found
+    about the file as a whole is appended to ``notes``.
     """
     if is_inspect_log(path):
         yield from inspect_frames(path, limits, inspect)
@@ -46,6 +50,8 @@ def _file_frames(
             break
         yield from cutter.feed(block)
     yield from cutter.finish(event)
+    if notes is not None:
+        notes.extend(cutter.notes)
 
 
 def iter_line_chunks(
@@ -66,6 +72,7 @@ def iter_line_chunks(
     pending: list[pl.DataFrame] = []
     pending_bytes = pending_lines = 0
     pending_files: list[str] = []
+    notes: list[str] = []
     next_row = 0
     yielded = False
 
@@ -73,10 +80,12 @@ def iter_line_chunks(
         nonlocal next_row
         chunk = with_problems(pl.concat(pending), next_row, resolved)
         next_row += chunk.height
-        return Lines(frame=chunk, files=pending_files)
+        said = tuple(notes)
+        notes.clear()
+        return Lines(frame=chunk, files=pending_files, notes=said)
 
     for path in files:
-        for frame, size in _file_frames(path, resolved, inspect):
+        for frame, size in _file_frames(path, resolved, inspect, notes):
             # A chunk stays within its bounds: what is pending goes first when
             # this frame would take it over.
             if pending and (
@@ -95,7 +104,7 @@ def iter_line_chunks(
         if not pending_files or pending_files[-1] != source_name(path):
             # A file that gave no lines (empty) still counts as read in this chunk.
             pending_files.append(source_name(path))
-    if pending or not yielded:
+    if pending or not yielded or notes:
         if not pending:
             pending = [pl.DataFrame(schema=LINE_SCHEMA)]
         yield flush()

@@ -32,6 +32,9 @@ class Lines:
 
     frame: pl.DataFrame
     files: list[str]
+    # What the reader found about a file as a whole, for the run's notes (a gzip cut short
+    # after a whole line: no line to quarantine, yet lines may be missing).
+    notes: tuple[str, ...] = ()
 
 
 def split_text(data: bytes) -> pl.DataFrame:
@@ -113,6 +116,7 @@ class LineCutter:
     started: bool = False
     skipping: int | None = None  # bytes of the oversized line so far
     prefix: bytes = b""
+    notes: list[str] = field(default_factory=list)
 
     def feed(self, block: bytes) -> Iterator[tuple[pl.DataFrame, int]]:
         if not self.started and block:
@@ -155,6 +159,12 @@ class LineCutter:
             return
         # Only a last line without its newline can have been cut by a truncation.
         cut = event.reason if event is not None and not self.carry.endswith(b"\n") else None
+        if isinstance(event, Cut) and cut is None:
+            # The cut fell after a whole line: nothing to quarantine, but the file ends early.
+            self.notes.append(
+                f"{self.source}: {event.reason.split(':')[0]}: every whole line before the cut "
+                "was read; any lines after it are not in the file"
+            )
         yield from self._frames(bytes(self.carry), cut)
 
     def _whole_chunks(self) -> Iterator[tuple[pl.DataFrame, int]]:

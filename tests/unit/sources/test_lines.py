@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
+from pathlib import Path
 
 import polars as pl
 from hypothesis import given, settings
@@ -87,3 +88,31 @@ def test_text_that_starts_like_compressed_data_is_split_as_text() -> None:
 def test_every_line_of_utf8_text_comes_back_as_it_was(lines: list[str]) -> None:
     data = "".join(f"{line}\n" for line in lines).encode("utf-8")
     assert split_text(data)["raw"].to_list() == lines
+
+
+def test_a_stream_cut_after_a_whole_line_is_a_note_not_a_quarantined_line() -> None:
+    # A gzip missing its trailer: every line before the cut is whole, so none is refused,
+    # but lines after the cut may be missing: the reader says so.
+    cutter = LineCutter("f.jsonl.gz", LIMITS)
+    frames = [frame for frame, _ in cutter.feed(b"1\n2\n")]
+    frames += [
+        frame for frame, _ in cutter.finish(Cut("gzip stream ends early (file truncated): x"))
+    ]
+    rows = pl.concat(frames).select("line", "raw", "file_problem").rows()
+    assert rows == [(1, "1", None), (2, "2", None)]
+    assert cutter.notes == [
+        "f.jsonl.gz: gzip stream ends early (file truncated): every whole line before the cut "
+        "was read; any lines after it are not in the file"
+    ]
+
+
+def test_a_truncated_gzip_file_is_a_note_of_its_chunk(tmp_path: Path) -> None:
+    import gzip
+
+    from pipeline.sources.chunks import iter_line_chunks
+
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(gzip.compress(b"1\n2\n")[:-8])  # no CRC and size trailer
+    (chunk,) = list(iter_line_chunks([path]))
+    assert chunk.frame.height == 2
+    assert len(chunk.notes) == 1 and "gzip stream ends early" in chunk.notes[0]
