@@ -5,7 +5,7 @@ before from the same place is counted as seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -18,6 +18,11 @@ class Deduped:
     batch: Batch
     skipped_duplicates: int
     already_quarantined: int
+    # The rows (row_nr) skipped as exact duplicates of runs landed before: their file's runs
+    # are in the lake, though none of its lines landed now.
+    duplicate_rows: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema={"row_nr": pl.UInt32})
+    )
 
 
 def _dedupe_runs(
@@ -147,6 +152,9 @@ def dedupe(
     )
     return Deduped(
         batch=deduped,
+        duplicate_rows=pl.concat([task_skipped, surface_skipped]).select(
+            pl.col("row_nr").cast(pl.UInt32)
+        ),
         skipped_duplicates=task_skipped.height
         + surface_skipped.height
         + batch.parse_skipped

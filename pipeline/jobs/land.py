@@ -192,6 +192,22 @@ class Lander:
         for table in lk.RUN_TABLES:
             self.landed[table].add(frames[table].get_column("run_id"))
         self.outcomes.append(file_outcomes(frames))
+        # A file whose runs were in the lake already is not one none of whose lines landed.
+        repeated = (
+            lines.frame.join(result.duplicate_rows, on="row_nr", how="semi")
+            .select("source")
+            .unique()
+        )
+        if repeated.height:
+            self.outcomes.append(
+                repeated.select(
+                    "source",
+                    lines=pl.lit(0, pl.Int64),
+                    whole=pl.lit(False),
+                    reason=pl.lit(None, pl.String),
+                    landed=pl.lit(True),
+                )
+            )
         in_full = frames["quarantine"].filter(pl.col("raw").is_not_null())
         # One entry per input file of the chunk (not per line): kept-in-full counts so far.
         per_file = in_full.group_by("source").len()

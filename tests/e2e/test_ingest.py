@@ -400,3 +400,20 @@ def test_chunks_of_blank_lines_between_records_are_counted(tmp_path: Path) -> No
     assert pipeline("check", "--lake", lake).returncode == 0
     landed = pl.read_parquet(sorted((lake / "task_runs").glob("*.parquet"))).sort("line")
     assert landed["line"].to_list() == [1, 2, 3, 250_004, 250_005, 250_006]
+
+
+def test_a_file_whose_runs_were_in_the_lake_is_not_said_to_have_landed_nothing(
+    tmp_path: Path,
+) -> None:
+    """Read again with one bad line added, a file lands no line now, but its runs are in the
+    lake: no 'none of its lines landed' note (the bad line is quarantined as ever)."""
+    lake = tmp_path / "lake"
+    path = write_jsonl(tmp_path / "a.jsonl", lines_of(record("r1"), record("r2")))
+    jobs.ingest([path], lake)
+    write_jsonl(path, [*lines_of(record("r1"), record("r2")), "not json"])
+    report = jobs.ingest([path], lake)
+    assert (report.skipped_duplicates, report.quarantined) == (2, 1)
+    assert not any("none of its lines landed" in note for note in report.notes), report.notes
+    # A file of nothing but bad lines is still said to have landed nothing.
+    bad = write_jsonl(tmp_path / "b.jsonl", ["not json"])
+    assert any("none of its lines landed" in n for n in jobs.ingest([bad], lake).notes)
