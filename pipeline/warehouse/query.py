@@ -104,6 +104,13 @@ def check_read_only(sql: str) -> list[str]:
             if len(explained) != 1:
                 raise QueryRefused(f"cannot tell what this explains: {inner.query.strip()}")
             inner = explained[0]
+        if inner.type == duckdb.StatementType.MULTI:
+            # DuckDB's PIVOT without IN first creates an ENUM type of the values it finds.
+            raise QueryRefused(
+                f"this statement writes before it reads ({inner.query.strip()[:80]}): a PIVOT "
+                "without IN creates a type first; name the values instead, "
+                "PIVOT ... ON column IN ('a', 'b') USING ..."
+            )
         if inner.type not in READING:
             raise QueryRefused(
                 f"{_statement_type_name(inner.type)} is not a read-only statement "

@@ -50,3 +50,10 @@ def test_the_readme_names_them() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     (listed,) = re.findall(r"only\s+(SELECT/[A-Z/]+)\s+run", readme)
     assert listed.split("/") == NAMED
+
+
+def test_a_pivot_without_in_is_refused_saying_how_to_write_it() -> None:
+    # It creates an ENUM type before it selects (DuckDB types it MULTI); with IN it reads.
+    with pytest.raises(QueryRefused, match=r"a PIVOT without IN creates a type first"):
+        check_read_only("pivot task_runs on env_type using count(*)")
+    assert check_read_only("pivot task_runs on env_type in ('a', 'b') using count(*)")
