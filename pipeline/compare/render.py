@@ -212,10 +212,11 @@ def _cost(report: Mapping[str, Any]) -> Table:
     return cost
 
 
-def _step_cells(step: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """A history row's step: the change with its interval, the verdict, env regressions."""
+def _step_cells(step: Mapping[str, Any] | None) -> tuple[str, str, str, str]:
+    """A history row's step: the change with its interval, the verdict, env regressions,
+    and the gate (what `compare --fail-on-regression` would say of it)."""
     if step is None:
-        return "", "", ""
+        return "", "", "", ""
     text = f"{delta(step['delta'], 3)}\n{interval(step['ci_low'], step['ci_high'])}"
     text += "\n(few pairs)" if step["insufficient_data"] else ""
     regressed = step["regressed_env_types"]
@@ -224,7 +225,8 @@ def _step_cells(step: Mapping[str, Any] | None) -> tuple[str, str, str]:
         if regressed
         else f"none of {step['gate']['holm_env_types']}"
     )
-    return text, _verdict_text(step["verdict"]), envs
+    gate_ = "[bold red]FAILS[/]" if step["gate"]["fails"] else "passes"
+    return text, _verdict_text(step["verdict"]), envs, gate_
 
 
 def _history_table(agent: str) -> Table:
@@ -244,6 +246,7 @@ def _history_table(agent: str) -> Table:
     table.add_column("step Δ", min_width=16)
     table.add_column("verdict", no_wrap=True)
     table.add_column("env regressions (Holm)")
+    table.add_column("gate", no_wrap=True)
     return table
 
 
@@ -252,7 +255,7 @@ def history(agent: str, rows: Sequence[Mapping[str, Any]]) -> list[Block]:
     table = _history_table(agent)
     for row in rows:
         first = row["first_graded_at"]
-        step_text, verdict, envs = _step_cells(row["step"])
+        step_text, verdict, envs, gate_ = _step_cells(row["step"])
         table.add_row(
             escape(str(row["agent_version"])),
             "" if first is None else escape(str(first)[:16]),
@@ -263,5 +266,6 @@ def history(agent: str, rows: Sequence[Mapping[str, Any]]) -> list[Block]:
             step_text,
             verdict,
             envs,
+            gate_,
         )
     return [table]

@@ -193,6 +193,12 @@ def test_history_in_graded_order_with_paired_steps(lake: Path) -> None:
     assert versions[2]["grader_errors"] == 1
     table = pipeline("history", "--agent", "cli-agent", "--lake", str(lake))
     assert table.returncode == 0 and "regression" in table.stdout
+    # Each step shows its gate, as compare --fail-on-regression would decide it.
+    gates = [v["step"]["gate"]["fails"] for v in versions[1:]]
+    assert "gate" in table.stdout
+    assert table.stdout.count("FAILS") == sum(gates) and table.stdout.count("passes") == len(
+        gates
+    ) - sum(gates)
 
 
 def test_missing_warehouse_fails_clearly(tmp_path: Path) -> None:
