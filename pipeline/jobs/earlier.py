@@ -75,18 +75,13 @@ def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl
     return touching(held, batch).collect()
 
 
-def earlier_unread(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:
-    """The whole-file quarantine rows (source, line 0, raw) of ``batch``'s source files that
-    say the system would not let the file be read (gone, locked): a later reading of the
-    file resolves them."""
-    sources = pl.concat(
-        [batch.quarantine.select("source")]
-        + [batch.tables[table].select("source") for table in lk.RUN_TABLES]
-    ).unique()
+def unread_before(store: LakeStore) -> pl.DataFrame:
+    """The lake's whole-file quarantine rows (source, line 0, raw) that say the system would
+    not let the file be read (gone, locked): a later reading of the file resolves them. Read
+    once an ingest (its own batch reads each file once), not once a chunk."""
     return (
-        store.landed("quarantine", tx)
+        store.landed("quarantine")
         .filter((pl.col("line") == 0) & pl.col("reason").str.starts_with(UNREADABLE))
-        .join(sources.lazy(), on="source", how="semi")
         .select("source", "line", "raw")
         .collect()
     )

@@ -29,8 +29,8 @@ from pipeline.jobs.earlier import (
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
-    earlier_unread,
     superseded_quarantine,
+    unread_before,
 )
 from pipeline.sources.blocks import UNREADABLE
 from pipeline.sources.lines import Lines
@@ -74,6 +74,8 @@ class Lander:
     failed: dict[str, str] = field(default_factory=dict)
     # What the reader said about files as a whole (sources.lines.Lines.notes).
     notes: list[str] = field(default_factory=list)
+    # The lake's "could not read the file" rows, read at the first chunk that needs them.
+    unread: pl.DataFrame | None = None
     # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
@@ -160,8 +162,14 @@ class Lander:
             compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
         )
         frames = guarded(landed_frames, result.batch)
-        unread = earlier_unread(self.store, batch, self.tx)
-        frames["quarantine_resolved"] = superseded_quarantine(frames, held, self.batch_id, unread)
+        if self.unread is None:
+            self.unread = unread_before(self.store)
+        resolved = superseded_quarantine(frames, held, self.batch_id, self.unread)
+        frames["quarantine_resolved"] = resolved
+        # Resolved once: a file read over several chunks does not resolve its row again.
+        self.unread = self.unread.join(
+            resolved.filter(pl.col("line") == 0).select("source"), on="source", how="anti"
+        )
         return batch, result, frames
 
     def _kept(self) -> pl.DataFrame:
