@@ -292,15 +292,7 @@ def lake_lock(lake: Path) -> Iterator[None]:
     _mark_lake(lake)
     lock_file = lake / ".lock"
     with open(lock_file, "a+") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise LakeBusyError(
-                f"the lake {lake} is in use by {holder}; wait for it to finish "
-                "(a second run never writes beside a running one)"
-            ) from exc
+        _take(handle, lake, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}")
@@ -321,20 +313,30 @@ def reading_lock(lake: Path) -> Iterator[None]:
     try:
         handle = open(lake / ".lock")  # noqa: SIM115 (closed below, after the unlock)
     except OSError:
+        handle = None
+    if handle is None:
         yield
         return
     with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            holder = handle.read().strip() or "another process"
-            raise LakeBusyError(
-                f"the lake {lake} is in use by {holder}; wait for it to finish"
-            ) from exc
+        _take(handle, lake, fcntl.LOCK_SH)
         try:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _take(handle: Any, lake: Path, kind: int) -> None:
+    """``kind`` of lock on the lake's lock file, at once or LakeBusyError naming the holder
+    (whose pid the writer keeps in the file)."""
+    try:
+        fcntl.flock(handle.fileno(), kind | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        raise LakeBusyError(
+            f"the lake {lake} is in use by {holder}; wait for it to finish "
+            "(a second run never writes beside a running one)"
+        ) from exc
 
 
 def staging_dir(lake: Path) -> Path:
