@@ -258,11 +258,10 @@ def check_state(lake: Path) -> list[str]:
     """The ledger and the schema names (the rubric's files are check_rubric's)."""
     from pipeline.storage.state import LEDGER, SCHEMA, needed_repairs
 
-    named = tuple(str(lk.state_path(lake, name)) for name in (LEDGER, SCHEMA))
     return [
-        f"{why}; the next run, score or nightly mends it ({done.split(':')[0]})"
-        for why, done in needed_repairs(lake).found
-        if why.startswith(named)
+        f"{finding.why}; the next run, score or nightly mends it ({finding.action})"
+        for finding in needed_repairs(lake).found
+        if finding.name in (LEDGER, SCHEMA)
     ]
 
 

@@ -98,17 +98,32 @@ def _problem(lake: Path, name: str, shaped: Any) -> tuple[Any, str | None]:
     return document, why
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One unusable state file: which, why, and what mending it does (``action``, then
+    what follows from it)."""
+
+    name: str
+    why: str
+    action: str
+    then: str = ""
+
+    @property
+    def note(self) -> str:
+        return f"{self.why}; {self.action}" + (f": {self.then}" if self.then else "")
+
+
 @dataclass
 class Repairs:
-    """What the state files need: per unusable file why, and what mending it does."""
+    """What the state files need: the findings, and the writes and deletes that mend them."""
 
-    found: list[tuple[str, str]] = field(default_factory=list)
+    found: list[Finding] = field(default_factory=list)
     writes: dict[Path, Any] = field(default_factory=dict)
     deletes: list[Path] = field(default_factory=list)
 
     @property
     def notes(self) -> list[str]:
-        return [f"{why}; {done}" for why, done in self.found]
+        return [finding.note for finding in self.found]
 
 
 def needed_repairs(lake: Path) -> Repairs:
@@ -122,15 +137,19 @@ def needed_repairs(lake: Path) -> Repairs:
     if ledger_why:
         writes[lk.state_path(lake, LEDGER)] = {}
         repairs.found.append(
-            (
+            Finding(
+                LEDGER,
                 ledger_why,
-                "reset to empty: the next nightly reads every inbox file again "
-                "(lines already landed are skipped as duplicates)",
+                "reset to empty",
+                "the next nightly reads every inbox file again (lines already landed are "
+                "skipped as duplicates)",
             )
         )
     current, current_why = _problem(lake, CURRENT_RUBRIC, _is_current)
     lineage, lineage_why = _problem(lake, RUBRICS, _is_lineage)
-    if current is None and current_why is None and built_rubric_id(lake) is not None:
+    # The rubric the warehouse shows, read only when the current one is gone or broken.
+    built = built_rubric_id(lake) if current is None else None
+    if current is None and current_why is None and built is not None:
         # Gone while the warehouse still shows a rubric: the lake had one. Restored like a
         # broken file, never replaced by the defaults (that would undo an analyst's rubric).
         current_why = f"{lk.state_path(lake, CURRENT_RUBRIC)} is missing"
@@ -138,40 +157,48 @@ def needed_repairs(lake: Path) -> Repairs:
         lineage = {current["rubric_id"]: current["resolved"]} if not current_why and current else {}
         writes[lk.state_path(lake, RUBRICS)] = lineage
         repairs.found.append(
-            (lineage_why, f"rebuilt with the current rubric only ({len(lineage)})")
+            Finding(RUBRICS, lineage_why, f"rebuilt with the current rubric only ({len(lineage)})")
         )
     elif current is not None and (lineage or {}).get(current["rubric_id"]) != current["resolved"]:
         held = dict(lineage or {})
         held[current["rubric_id"]] = current["resolved"]
         writes[lk.state_path(lake, RUBRICS)] = held
         repairs.found.append(
-            (
+            Finding(
+                RUBRICS,
                 f"{lk.state_path(lake, RUBRICS)} does not hold the current rubric "
                 f"{current['rubric_id']} as it is",
                 "added",
             )
         )
     if current_why:
-        built = built_rubric_id(lake)
         resolved = (lineage or {}).get(built) if built else None
         target = lk.state_path(lake, CURRENT_RUBRIC)
         if resolved is not None and _is_current({"rubric_id": built, "resolved": resolved}):
             writes[target] = {"rubric_id": built, "resolved": resolved}
-            repairs.found.append((current_why, f"restored as rubric {built}, the warehouse's"))
+            repairs.found.append(
+                Finding(CURRENT_RUBRIC, current_why, f"restored as rubric {built}, the warehouse's")
+            )
         else:
             deletes.append(target)
             repairs.found.append(
-                (
+                Finding(
+                    CURRENT_RUBRIC,
                     current_why,
-                    "removed (neither the warehouse nor lineage names it): the next scoring "
-                    "rescores every part under the rubric it is given",
+                    "removed (neither the warehouse nor lineage names it)",
+                    "the next scoring rescores every part under the rubric it is given",
                 )
             )
     _, schema_why = _problem(lake, SCHEMA, _is_schema)
     if schema_why:
         deletes.append(lk.state_path(lake, SCHEMA))
         repairs.found.append(
-            (schema_why, "removed: the next ingest lists the names from the lake's history")
+            Finding(
+                SCHEMA,
+                schema_why,
+                "removed",
+                "the next ingest lists the names from the lake's history",
+            )
         )
     return repairs
 
