@@ -27,7 +27,8 @@ GIB = 1024**3
 CRASH_AT_ENV = "PIPELINE_CRASH_AT"
 TEST_HOOKS = (CRASH_AT_ENV,)
 _WHOLE = re.compile(r"[0-9]+")
-# The variables: messages name them ("the limit is PIPELINE_MAX_DEPTH"), tests set them.
+# The variables: messages name them (set_by: "set by --max-depth or PIPELINE_MAX_DEPTH"),
+# tests set them.
 MAX_RECORD_BYTES_ENV = "PIPELINE_MAX_RECORD_BYTES"
 MAX_REPORT_BYTES_ENV = "PIPELINE_MAX_REPORT_BYTES"
 MAX_DEPTH_ENV = "PIPELINE_MAX_DEPTH"
@@ -182,6 +183,15 @@ class Settings:
 def declared() -> list[Declared]:
     """Every setting as the docs show it, in declaration order."""
     return [_declared(spec) for spec in fields(Settings)]
+
+
+def set_by(env: str) -> str:
+    """How a user sets the setting of variable ``env``, as a message names it: the flag
+    first when commands take one ("--max-depth or PIPELINE_MAX_DEPTH"), else the variable."""
+    for setting in declared():
+        if setting.env == env:
+            return f"{setting.flag} or {env}" if setting.flag else env
+    raise KeyError(env)
 
 
 def _declared(spec: Field[Any]) -> Declared:

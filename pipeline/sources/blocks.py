@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from pipeline.core.settings import MAX_EXPANDED_BYTES_ENV
+from pipeline.core.settings import MAX_EXPANDED_BYTES_ENV, set_by
 from pipeline.sources.limits import KEPT_PREFIX_BYTES
 
 READ_BLOCK_BYTES = 16 * 1024 * 1024
@@ -85,8 +85,8 @@ def _gzip_blocks(handle: BinaryIO, max_expanded: int) -> Iterator[tuple[bytes, E
             yield (
                 b"",
                 Rest(
-                    f"decompressed past the limit of {max_expanded} bytes (the limit is "
-                    f"{MAX_EXPANDED_BYTES_ENV}): the rest of the file is not read"
+                    f"decompressed past the limit of {max_expanded} bytes (the limit is set "
+                    f"by {set_by(MAX_EXPANDED_BYTES_ENV)}): the rest of the file is not read"
                 ),
             )
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.core.settings import Settings
+from pipeline.core.settings import Settings, set_by
 
 # 64 MiB of text per chunk: measured on a 175 MB file, peak RSS 2.9 GiB at 256 MiB,
 # 2.4 at 128, 1.7 at 64, 1.3 at 32, for 10-25% more time at 64 than at 256 (a
@@ -21,7 +21,7 @@ KEPT_PREFIX_BYTES = 1024
 # How much of an unforeseen error's message a quarantine reason keeps.
 FAILURE_TEXT_CHARS = 300
 OVERSIZE_REASON = (
-    "{} is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB; the limit is {})"
+    "{} is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB; the limit is set by {})"
 )
 
 
@@ -54,7 +54,8 @@ class ReadLimits:
 
 
 def oversize_reason(size: int, limit: int, setting: str, what: str = "record") -> str:
-    return OVERSIZE_REASON.format(what, size, limit, setting)
+    """``setting``: the variable of the limit, named with its flag (settings.set_by)."""
+    return OVERSIZE_REASON.format(what, size, limit, set_by(setting))
 
 
 def failure_text(exc: BaseException) -> str:

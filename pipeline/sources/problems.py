@@ -13,6 +13,7 @@ from pipeline.core.settings import (
     MAX_REPORT_BYTES_ENV,
     Settings,
     current_settings,
+    set_by,
 )
 from pipeline.sources.limits import KEPT_PREFIX_CHARS, OVERSIZE_REASON, ReadLimits
 from pipeline.sources.lines import Lines
@@ -65,17 +66,17 @@ def with_problems(raw: pl.DataFrame, first_row: int, limits: ReadLimits) -> pl.D
                 pl.col("size"),
                 pl.col("limit"),
                 pl.when(report)
-                .then(pl.lit(MAX_REPORT_BYTES_ENV))
-                .otherwise(pl.lit(MAX_RECORD_BYTES_ENV)),
+                .then(pl.lit(set_by(MAX_REPORT_BYTES_ENV)))
+                .otherwise(pl.lit(set_by(MAX_RECORD_BYTES_ENV))),
             )
         )
         .when(too_deep)
         .then(
             pl.format(
-                "record nests {} levels deep, over the limit of {} (the limit is {})",
+                "record nests {} levels deep, over the limit of {} (the limit is set by {})",
                 pl.col("depth"),
                 pl.lit(limits.depth),
-                pl.lit(MAX_DEPTH_ENV),
+                pl.lit(set_by(MAX_DEPTH_ENV)),
             )
         ),
     )

@@ -310,7 +310,8 @@ def test_nesting_limit_is_configurable_and_quarantines_with_the_depth(
     assert (report.landed_task_runs, report.quarantined) == (1, 1)
     reason = lake_rows(tmp_path / "lake", "quarantine")["reason"][0]
     assert reason == (
-        f"record nests 6 levels deep, over the limit of 5 (the limit is {MAX_DEPTH_ENV})"
+        "record nests 6 levels deep, over the limit of 5 "
+        f"(the limit is set by --max-depth or {MAX_DEPTH_ENV})"
     )
 
 

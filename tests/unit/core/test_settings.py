@@ -18,6 +18,7 @@ from pipeline.core.settings import (
     Settings,
     current_settings,
     declared,
+    set_by,
     use_settings,
 )
 from tests.clirunner import pipeline
@@ -26,6 +27,17 @@ from tools.settings_docs import DOCS, table, with_table
 
 # Every variable the pipeline reads: a PIPELINE_ name in capitals.
 VARIABLE = re.compile(r"\bPIPELINE_[A-Z_]+[A-Z]\b")
+
+
+def test_a_limit_is_named_by_every_way_a_user_sets_it() -> None:
+    # A record over --max-record-bytes 100 had been told "the limit is
+    # PIPELINE_MAX_RECORD_BYTES", a variable the user never set.
+    assert set_by(MAX_RECORD_BYTES_ENV) == "--max-record-bytes or PIPELINE_MAX_RECORD_BYTES"
+    assert set_by(MAX_DEPTH_ENV) == "--max-depth or PIPELINE_MAX_DEPTH"
+    # No command takes a flag for the report limit: the variable alone.
+    assert set_by("PIPELINE_MAX_REPORT_BYTES") == "PIPELINE_MAX_REPORT_BYTES"
+    with pytest.raises(KeyError):
+        set_by("PIPELINE_NO_SUCH_SETTING")
 
 
 def test_the_defaults_are_those_the_readme_states() -> None:

@@ -38,8 +38,8 @@ def test_expansion_stops_at_the_limit_and_says_so(tmp_path: Path) -> None:
     assert data == b"x" * 100
     assert isinstance(event, Rest)
     assert event.reason == (
-        "decompressed past the limit of 100 bytes (the limit is PIPELINE_MAX_EXPANDED_BYTES): "
-        "the rest of the file is not read"
+        "decompressed past the limit of 100 bytes "
+        "(the limit is set by PIPELINE_MAX_EXPANDED_BYTES): the rest of the file is not read"
     )
 
 

@@ -32,7 +32,7 @@ def test_the_record_limit_is_the_settings_given(tmp_path: Path) -> None:
     frame = read_lines([path], Settings(max_record_bytes=4)).frame
     assert frame["problem"].to_list() == [
         "record is 5 bytes, over the limit of 4 bytes (raw text cut to 1 KiB; "
-        "the limit is PIPELINE_MAX_RECORD_BYTES)",
+        "the limit is set by --max-record-bytes or PIPELINE_MAX_RECORD_BYTES)",
         None,
     ]
 

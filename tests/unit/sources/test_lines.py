@@ -41,7 +41,7 @@ def test_a_line_over_the_record_limit_keeps_its_prefix_and_the_count_goes_on() -
             2,
             "0123456789…",
             "record is 13 bytes, over the limit of 8 bytes (raw text cut to 1 KiB; "
-            "the limit is PIPELINE_MAX_RECORD_BYTES)",
+            "the limit is set by --max-record-bytes or PIPELINE_MAX_RECORD_BYTES)",
         ),
         (3, "2", None),
     ]

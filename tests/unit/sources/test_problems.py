@@ -43,9 +43,10 @@ def test_each_line_gets_its_first_problem_and_row_numbers_go_on() -> None:
     assert checked["row_nr"].to_list() == list(range(100, 106))
     assert checked["problem"].to_list() == [
         None,
-        "record nests 3 levels deep, over the limit of 2 (the limit is PIPELINE_MAX_DEPTH)",
+        "record nests 3 levels deep, over the limit of 2 "
+        "(the limit is set by --max-depth or PIPELINE_MAX_DEPTH)",
         "record is 11 bytes, over the limit of 10 bytes (raw text cut to 1 KiB; "
-        "the limit is PIPELINE_MAX_RECORD_BYTES)",
+        "the limit is set by --max-record-bytes or PIPELINE_MAX_RECORD_BYTES)",
         "line is not valid UTF-8 (bad bytes shown as \\x escapes)",
         "gzip stream ends early",
         None,  # a report has its own, larger limit
