@@ -48,12 +48,16 @@ def task_tables(
     their parsed fields (Parsed.fields: the same rows).
     """
     checked_records = validate_task_records(fields, env_types, con=con)
-    fields = checked_records.fields.join(
-        records.select("row_nr", "source", "line", "raw", "content_hash"), on="row_nr"
+    # Lazy, so each join gathers only the columns its table keeps: the fields are ~60
+    # columns wide, and the lines carry every record's raw text.
+    accepted = checked_records.fields.lazy().join(
+        records.lazy().select("row_nr", "source", "line", "raw", "content_hash"),
+        on="row_nr",
+        maintain_order="left",
     )
-    keys = fields.select("row_nr", "run_id")
+    keys = checked_records.fields.lazy().select("row_nr", "run_id")
     batch = pl.lit(batch_id)
-    runs = fields.select(
+    runs = accepted.select(
         "row_nr",
         "run_id",
         "agent",
@@ -81,33 +85,34 @@ def task_tables(
         batch_id=batch,
         content_hash=pl.col("content_hash"),
     )
-    parts = checked_records.parts.join(keys, on="row_nr")
+    # Rows keep the parse's order (each join keeps its left side's), as the lake stores them.
+    parts = checked_records.parts.lazy().join(keys, on="row_nr", maintain_order="left")
     subscores = parts.filter(pl.col("part") == "subscores").select(
         "row_nr", "run_id", component="name", stored_subscore="value"
     )
     weights = parts.filter(pl.col("part") == "weights").select(
         "row_nr", component="name", record_weight="value"
     )
-    components = subscores.join(weights, on=["row_nr", "component"]).select(
+    components = subscores.join(weights, on=["row_nr", "component"], maintain_order="left").select(
         "row_nr", "run_id", "component", "stored_subscore", "record_weight", batch_id=batch
     )
     penalties = parts.filter(pl.col("part") == "penalties").select(
         "row_nr", "run_id", penalty="name", value="value", batch_id=batch
     )
-    metadata = checked_records.metadata.join(keys, on="row_nr").select(
-        "row_nr", "run_id", "key", "value", "value_num", batch_id=batch
+    metadata = (
+        checked_records.metadata.lazy()
+        .join(keys, on="row_nr")
+        .select("row_nr", "run_id", "key", "value", "value_num", batch_id=batch)
     )
-    tables = {
-        "task_runs": runs,
-        "task_components": components,
-        "task_penalties": penalties,
-        "run_metadata": metadata,
-    }
+    names = ("task_runs", "task_components", "task_penalties", "run_metadata")
+    built = pl.collect_all([runs, components, penalties, metadata])
+    tables = dict(zip(names, built, strict=True))
     return tables, checked_records.rejected
 
 
 def accepted_keys(tables: dict[str, pl.DataFrame], fields: pl.DataFrame) -> pl.DataFrame:
     """Each accepted task record's top-level keys (row_nr, top_keys), as parsed."""
-    return fields.join(tables["task_runs"].select("row_nr"), on="row_nr", how="semi").select(
-        "row_nr", pl.col("top_keys").cast(pl.List(pl.String))
+    # Narrowed before the join: joined whole, the ~60 columns of fields were gathered first.
+    return fields.select("row_nr", pl.col("top_keys").cast(pl.List(pl.String))).join(
+        tables["task_runs"].select("row_nr"), on="row_nr", how="semi"
     )
