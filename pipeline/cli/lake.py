@@ -190,7 +190,7 @@ def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = No
         f"{report.rubric_id}: {report.landed_task_runs} task and {report.landed_surface_runs} "
         f"surface run(s) landed, {report.skipped_duplicates} already landed, "
         f"{report.still_quarantined} still quarantined, {report.not_replayable} not replayable "
-        f"(text not kept whole) in {report.seconds:.2f}s",
+        f"(no whole record kept to read again) in {report.seconds:.2f}s",
         highlight=False,
     )
     if report.blocks:

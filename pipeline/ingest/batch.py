@@ -113,8 +113,11 @@ def build_batch(lines: Lines, env_types: Sequence[str], batch_id: str) -> Batch:
         # A chunk of blank lines only (a file of newlines, gzipped small): counted, not
         # parsed; a gigabyte of them had paid a parse's fixed cost every 100k lines.
         return _blank_batch(frame.height, lines.files, batch_id)
-    first = pl.col("row_nr").min().over("raw")
-    copy = (pl.col("row_nr") != first) & pl.col("problem").is_null() & pl.col("raw").is_not_null()
+    # Only a line the reader passed can be the one its copies follow: an empty report file's
+    # line has the text "" and a problem, and a blank line after it is not a copy of it.
+    unread = pl.col("problem").is_not_null()
+    first = pl.when(~unread).then(pl.col("row_nr")).min().over("raw")
+    copy = (pl.col("row_nr") != first) & ~unread & pl.col("raw").is_not_null()
     marked = frame.with_columns(first_row=first, copy=copy)
     copies = marked.filter("copy").select("row_nr", "first_row", "raw")
     batch = _build_unique(

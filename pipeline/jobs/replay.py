@@ -38,7 +38,7 @@ from pipeline.jobs.results import ScoreResult
 from pipeline.jobs.score import score_locked
 from pipeline.rubric import Rubric
 from pipeline.sources.blocks import UNREADABLE
-from pipeline.sources.lines import LINE_SCHEMA
+from pipeline.sources.lines import EMPTY_REPORT, LINE_SCHEMA
 from pipeline.sources.problems import lines_of_text
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import lake_rubric
@@ -47,8 +47,10 @@ from pipeline.warehouse import build_warehouse
 from schemas import checked
 from schemas.tasks import QuarantineResolved
 
-# Reasons (sources/lines.py, sources/problems.py) whose kept raw text is not the original line.
+# Reasons (sources/lines.py, sources/problems.py) whose kept raw text is not the original line,
+# or (an empty report file) holds no record to read again.
 NOT_REPLAYABLE = (
+    EMPTY_REPORT,
     "line is not valid UTF-8",
     "record is ",
     "report is ",

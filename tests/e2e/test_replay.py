@@ -167,6 +167,19 @@ def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays
     assert unresolved(lake)["line"].to_list() == [2]
 
 
+def test_an_empty_report_file_is_counted_not_replayable(tmp_path: Path, lake: Path) -> None:
+    # Its quarantine row holds no record: replayed as a blank line, it had been counted
+    # nowhere ("replayed 1 of 1: 0 landed, 0 still quarantined, 0 not replayable").
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a-empty.json").write_text("")
+    write(tmp_path / "in" / "b.jsonl", ["", json.dumps(task_record(random.Random(3), "r1"))])
+    report = jobs.ingest([tmp_path / "in"], lake)
+    assert (report.quarantined, report.skipped_blank) == (1, 1)
+    replayed = replay_quarantine(lake, rescore=False)
+    assert (replayed.held, replayed.tried, replayed.not_replayable) == (1, 0, 1)
+    assert unresolved(lake)["source"].to_list() == [str(tmp_path / "in" / "a-empty.json")]
+
+
 def test_replay_quarantine_command(tmp_path: Path, lake: Path) -> None:
     source = write(tmp_path / "a.jsonl", [json.dumps(fuzz_record("c1"))])
     jobs.run([source], lake, parse_rubric({}))

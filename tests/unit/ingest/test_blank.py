@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.ingest.batch import build_batch
 from pipeline.ingest.classify import is_blank
-from pipeline.sources.lines import Lines
+from pipeline.sources.lines import EMPTY_REPORT, Lines
 
 
 def test_only_json_whitespace_is_blank() -> None:
@@ -55,3 +55,22 @@ def test_a_chunk_of_blank_lines_only_is_counted_without_a_parse(
     batch = build_batch(Lines(frame=frame, files=["f.jsonl"]), ["exploit"], "b")
     assert (batch.lines_read, batch.blank_lines, batch.quarantine.height) == (3, 3, 0)
     assert all(table.is_empty() for table in batch.tables.values())
+
+
+def test_a_blank_line_is_not_a_copy_of_an_empty_report_file() -> None:
+    # An empty report file is one line of text "" with a problem; a blank line of another
+    # file read in the same chunk had been taken for its copy and quarantined with its reason.
+    frame = pl.DataFrame(
+        {
+            "row_nr": pl.Series(range(3), dtype=pl.UInt32),
+            "source": ["a.json", "b.jsonl", "b.jsonl"],
+            "line": pl.Series([1, 1, 2], dtype=pl.Int64),
+            "raw": ["", "", " "],
+            "problem": pl.Series([EMPTY_REPORT, None, None], dtype=pl.String),
+        }
+    )
+    batch = build_batch(Lines(frame=frame, files=["a.json", "b.jsonl"]), ["exploit"], "b")
+    assert batch.blank_lines == 2
+    assert batch.quarantine.select("source", "line", "reason").rows() == [
+        ("a.json", 1, EMPTY_REPORT)
+    ]
