@@ -63,10 +63,16 @@ def rescore_diff(
 def surface_diff(
     server: Annotated[str, typer.Option("--server", help="server.name (else its fingerprint).")],
     from_version: Annotated[
-        str | None, typer.Option("--from", help="Earlier version (default: the second latest).")
+        str | None,
+        typer.Option(
+            "--from", help="Earlier version, given with --to (neither: the latest two versions)."
+        ),
     ] = None,
     to_version: Annotated[
-        str | None, typer.Option("--to", help="Later version (default: the latest).")
+        str | None,
+        typer.Option(
+            "--to", help="Later version, given with --from (neither: the latest two versions)."
+        ),
     ] = None,
     lake: LakeOption = DEFAULT_LAKE,
     as_json: JsonOption = False,

@@ -112,6 +112,11 @@ def score(
     if dry_run:
         diff = jobs.dry_run(lake, chosen, settings)
         printing.print_rescore_diff(console, diff, as_json=as_json)
+        if not as_json:
+            console.print(
+                f"dry run: nothing was written; the lake stays under rubric {diff.rubric_from}",
+                highlight=False,
+            )
         return
     result = jobs.score(lake, chosen, engine=runner, settings=settings)
     printing.print_score_result(console, result)

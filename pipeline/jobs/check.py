@@ -209,7 +209,7 @@ def check_warehouse(lake: Path) -> list[str]:
 
     path = warehouse_path(lake)
     if not path.exists():
-        return [f"no warehouse at {path}: run `python -m pipeline score` to build it"]
+        return [f"no warehouse at {path}: {lk.command_on(lake, 'score')} builds it"]
     rubric = current_rubric(lake)
 
     def problems(con: duckdb.DuckDBPyConnection) -> list[str] | None:
@@ -250,7 +250,10 @@ def check_warehouse(lake: Path) -> list[str]:
 
     found = read_if_usable(path, problems)
     if found is None:
-        return [f"the warehouse {path} cannot be opened or has no build record"]
+        return [
+            f"the warehouse {path} cannot be opened or has no build record: "
+            f"{lk.command_on(lake, 'score')} builds it again"
+        ]
     return found
 
 

@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import time
@@ -120,6 +121,12 @@ def lake_path_problem(path: Path) -> str | None:
     return None
 
 
+def command_on(lake: Path, words: str) -> str:
+    """A pipeline command on ``lake`` as it can be pasted: a message's advice acts on the lake
+    the user named, not on the default one."""
+    return f"`python -m pipeline {words} --lake {shlex.quote(str(lake))}`"
+
+
 def not_a_lake(path: Path, *, may_create: bool) -> str | None:
     """Why ``path`` cannot serve as a lake (None when it can).
 
@@ -136,7 +143,11 @@ def not_a_lake(path: Path, *, may_create: bool) -> str | None:
         return f"--lake {path} is a file, not a lake folder"
     if not may_create:
         what = "does not exist" if not path.exists() else f"holds no lake ({LAKE_MARKER})"
-        return f"--lake {path} {what}; create one with `python -m pipeline run` or `ingest`"
+        # Not `run`: without an INPUT it lands the sample data, which a lake of real runs
+        # must not hold.
+        return f"--lake {path} {what}; create it by landing the first files: " + command_on(
+            path, "ingest FILE ..."
+        )
     if path.exists() and any(path.iterdir()):
         return (
             f"--lake {path} is a folder that is not a lake (no {LAKE_MARKER}) and not empty; "

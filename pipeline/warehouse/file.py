@@ -40,9 +40,11 @@ def warehouse_path(lake: Path) -> Path:
 
 
 def _existing(lake: Path) -> Path:
+    from pipeline.storage.lake import command_on
+
     path = warehouse_path(lake)
     if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline run` first")
+        raise WarehouseError(f"no warehouse at {path}: {command_on(lake, 'score')} builds it")
     return path
 
 
@@ -233,7 +235,8 @@ def open_commands(lake: Path, first_query: str) -> dict[str, str]:
     commands = {
         "query": f"{_shell_path(python)} -m pipeline query {shlex.quote(first_query)} "
         f"--lake {_shell_path(lake)}",
-        "shell": f"{_shell_path(cli) if cli.is_file() else 'duckdb'} -readonly {file}",
+        # Where the install below puts it, which is not on PATH outside the activated venv.
+        "shell": f"{_shell_path(cli)} -readonly {file}",
         "readers": f"DuckDB {OLDEST_READER} or later",
     }
     if not cli.is_file():

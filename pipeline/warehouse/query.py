@@ -31,7 +31,13 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from pipeline.core.settings import QUERY_SECONDS_ENV, Settings, current_settings
+from pipeline.core.settings import (
+    QUERY_MEMORY_ENV,
+    QUERY_SECONDS_ENV,
+    Settings,
+    current_settings,
+)
+from pipeline.storage.lake import command_on
 from pipeline.warehouse.file import WarehouseError, stale_reason, warehouse_path
 
 READING = {duckdb.StatementType.SELECT}
@@ -136,9 +142,7 @@ def connect_confined(lake: Path, limits: QueryLimits | None = None) -> duckdb.Du
     if lake.exists() and not lake.is_dir():
         raise WarehouseError(f"--lake {lake} is a file; give the lake's folder")
     if not path.exists():
-        raise WarehouseError(
-            f"no warehouse at {path}: run `python -m pipeline run` (or `score`) to build it"
-        )
+        raise WarehouseError(f"no warehouse at {path}: {command_on(lake, 'score')} builds it")
     chosen = (limits or QueryLimits()).settings
     config: dict[str, str | int | bool] = {
         "memory_limit": f"{chosen.query_memory_bytes}B",
@@ -185,6 +189,13 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
         raise QueryTimeout(
             f"the query ran past the time limit of {seconds} s ({QUERY_SECONDS_ENV})"
         ) from exc
+    except duckdb.OutOfMemoryException as exc:
+        # DuckDB's own advice is to SET a larger limit, which query refuses as a write.
+        limit = chosen.settings.query_memory_bytes
+        raise QueryOutOfMemory(
+            f"the query needs more than the memory limit of {limit} bytes ({QUERY_MEMORY_ENV}); "
+            "raise it, or ask for fewer rows or columns"
+        ) from exc
     except duckdb.CatalogException as exc:
         stale = stale_reason(con, lake)
         if stale is None:
@@ -197,6 +208,10 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
 
 class QueryTimeout(duckdb.Error):
     """A query interrupted at the time limit."""
+
+
+class QueryOutOfMemory(duckdb.Error):
+    """A query stopped at the memory limit."""
 
 
 class StaleWarehouse(duckdb.Error):

@@ -92,6 +92,26 @@ def test_a_removed_warehouse_and_a_tampered_rubric_are_named(lake: Path) -> None
 
 
 @pytest.mark.slow
+def test_a_removed_or_damaged_warehouse_is_named_with_what_builds_it_for_this_lake(
+    lake: Path,
+) -> None:
+    # The advice names this lake: pasted without --lake it had acted on data/lake.
+    advice = f"`python -m pipeline score --lake {lake}` builds it"
+    (lake / "warehouse.duckdb").write_bytes(b"not a database" * 100)
+    code, found = violations(lake)
+    assert code == 1
+    assert [v for v in found if v.startswith("warehouse:")] == [
+        f"warehouse: the warehouse {lake / 'warehouse.duckdb'} cannot be opened or has no "
+        f"build record: {advice} again"
+    ]
+    (lake / "warehouse.duckdb").unlink()
+    code, found = violations(lake)
+    assert f"warehouse: no warehouse at {lake / 'warehouse.duckdb'}: {advice}" in found, found
+    assert invoke("score", "--lake", str(lake))[0] == 0
+    assert violations(lake) == (0, [])
+
+
+@pytest.mark.slow
 def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
     lake: Path,
 ) -> None:

@@ -198,6 +198,11 @@ def test_a_lake_that_is_not_a_lake_is_exit_2_and_creates_nothing(
     assert f"--lake {lake}" in out
     assert len(out.strip().splitlines()) == 1
     assert sorted(tmp_path.rglob("*")) == before
+    if kind == "missing":
+        # The advice acts on this lake, and lands files: `run` without an INPUT had been
+        # suggested, which would put the sample data into a lake of real runs.
+        assert f"`python -m pipeline ingest FILE ... --lake {lake}`" in out
+        assert "pipeline run" not in out
 
 
 @pytest.mark.slow
@@ -263,6 +268,10 @@ def test_score_dry_run_json_still_works(tmp_path: Path) -> None:
     assert code == 0, out
     json.loads(out)
     assert rubric_ids(lake) == {DEFAULT_ID}  # a dry run replaces nothing
+    # As a table it says so, and under which rubric the lake stays.
+    code, out = cli("score", "--dry-run", "--rubric", str(strict), "--lake", str(lake))
+    assert code == 0, out
+    assert f"dry run: nothing was written; the lake stays under rubric {DEFAULT_ID}" in out
 
 
 @pytest.mark.slow

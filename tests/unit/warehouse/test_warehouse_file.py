@@ -110,8 +110,9 @@ def test_a_forgotten_shared_instance_starts_again_on_the_next_opening(tmp_path: 
 
 
 def test_the_analysts_door_names_what_is_missing(tmp_path: Path) -> None:
-    with pytest.raises(WarehouseError, match=r"no warehouse at .*pipeline run"):
+    with pytest.raises(WarehouseError) as raised:
         connect_read_only(tmp_path)
+    assert f"`python -m pipeline score --lake {tmp_path}` builds it" in str(raised.value)
 
 
 def test_open_commands_paste_as_they_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
