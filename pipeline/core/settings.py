@@ -82,16 +82,16 @@ class Settings:
         MAX_RECORD_BYTES_ENV,
         16 * MIB,
         "bytes",
-        "A line over it is quarantined with its first KiB: "
-        '"a line stops being buffered once it passes the record limit" (issue 12).',
+        "A line over it is quarantined with its first KiB: a line stops being buffered "
+        "once it passes the limit.",
         flag="--max-record-bytes",
     )
     max_report_bytes: int = _setting(
         MAX_REPORT_BYTES_ENV,
         128 * MIB,
         "bytes",
-        '"Report files (one report per .json) have their own size limit that fits what '
-        'mcp-xray writes" (issue 12): ~36 kB a tool, a 600-tool report is 21.5 MB.',
+        "Report files (one report per .json) have their own limit, sized for what mcp-xray "
+        "writes: ~36 kB a tool, a 600-tool report is 21.5 MB.",
     )
     max_depth: int = _setting(
         MAX_DEPTH_ENV,
@@ -105,15 +105,15 @@ class Settings:
         MAX_EXPANDED_BYTES_ENV,
         8 * GIB,
         "bytes",
-        "\"A compressed input's expansion has a limit (configurable); past it the rest of "
-        'the file is quarantined as one counted block with a reason" (issue 12).',
+        "A compressed input is expanded up to this size; past it the rest of the file is "
+        "quarantined as one counted block with a reason.",
     )
     keep_bad_lines: int = _setting(
         KEEP_BAD_LINES_ENV,
         1000,
         "lines",
-        '"Store the first N bad lines of a file in full (N configurable) and the rest as '
-        'counted line ranges with their reason" (issue 12).',
+        "A file's first bad lines, this many, are quarantined in full, the rest as counted "
+        "line ranges with their reason.",
     )
     duckdb_memory_bytes: int = _setting(
         DUCKDB_MEMORY_ENV,
@@ -137,8 +137,8 @@ class Settings:
         QUERY_MEMORY_ENV,
         2 * GIB,
         "bytes",
-        '"query runs with a memory limit, a thread count and a time limit (configurable)" '
-        "(issue 12): an analyst's query must not starve the nightly job.",
+        "`query` runs with a memory limit, a thread count and a time limit: an analyst's "
+        "query must not starve the nightly job.",
     )
     query_threads: int = _setting(
         QUERY_THREADS_ENV, 2, "threads", "DuckDB's threads for one `query`."

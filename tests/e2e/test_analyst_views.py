@@ -79,6 +79,14 @@ def test_cost_per_solved_by_hand(lake: Path) -> None:
 
 
 @pytest.mark.slow
+def test_by_agent_mean_cost_leaves_grader_errors_out_as_cost_per_solved_does(lake: Path) -> None:
+    # r5, a grader error, reported 10.0: it had counted in by_agent's mean, not in
+    # cost_per_solved. r6 reported no cost: neither counts it.
+    row = con_of(lake).execute("select grader_errors, mean_cost_usd from by_agent").fetchall()
+    assert row == [(1, pytest.approx((1.0 + 2.0 + 0.5 + 0.25) / 4))]
+
+
+@pytest.mark.slow
 def test_nothing_solved_gives_no_cost_per_solved(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_text(_record("x", "p1", 0.0, cost_usd=4.0) + "\n")

@@ -79,6 +79,19 @@ def test_nothing_points_outside_the_repository() -> None:
             assert target.is_relative_to(ROOT), f"{path.name} points outside: {found}"
 
 
+def test_the_docs_name_nothing_outside_the_repository() -> None:
+    # The contract, the seed documents and the issue tracker are not in a clone: a user reads
+    # what they say here, or a link to the document of this repository that holds it.
+    outside = re.compile(r"\bcontract\b|\bseed 0\d\d\b|\bissues? \d+\b", re.IGNORECASE)
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in [README, *DOCS]
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if outside.search(line)
+    ]
+    assert not found, "names what a clone does not hold:\n" + "\n".join(found)
+
+
 def test_the_readme_keeps_its_promises() -> None:
     text = README.read_text("utf-8")
     assert "## The nightly job" in text

@@ -13,7 +13,9 @@ with run_level as (
         agent_version,
         env_type,
         unnest(run_aggregates(status, score, passed)),
-        avg(cost_usd) as mean_cost_usd
+        -- Over scored runs, as every mean here and cost_per_solved; in a fixed order, as a
+        -- float sum in another order differs in the last bit from run to run.
+        avg(cost_usd order by run_id) filter (where status = 'scored') as mean_cost_usd
     from task_runs
     group by agent, agent_version, env_type
 ),

@@ -4,7 +4,7 @@
 -- and their cost left out, as in every rate. cost_usd and tokens are sums over
 -- scored runs; runs_without_cost counts scored runs that reported no cost_usd (the
 -- sum is then a lower bound). cost_per_solved and tokens_per_solved are null when
--- nothing was solved.
+-- nothing was solved, or when no scored run reported a cost (tokens).
 create or replace view cost_per_solved as
 -- Float sums are ordered: a parallel aggregate's row order varies, and a sum in another
 -- order differs in the last bit from one query to the next.

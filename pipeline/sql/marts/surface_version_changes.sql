@@ -1,5 +1,5 @@
 -- surface_version_changes: how a server's grade moved between two of its versions, for every
--- ordered pair of versions (steps = 1: consecutive): overall and letter before and after,
+-- ordered pair of versions either way round (steps = 1: a version and the next): overall and letter before and after,
 -- overall_delta (unrounded), overall_display_delta (as mcp-xray shows them), and per
 -- dimension <dimension>_delta (shown values, after minus before; null when either side is
 -- not measured). The finding-level changes are in surface_finding_changes(_all).
