@@ -19,7 +19,8 @@ run's context) -> ``components`` (every component rescored, the gates,
 TaskComponentScore) -> ``totals`` (per-run sums, score and passed, with the
 ``anomalies``: TaskScore). ``score_tasks`` below wires them.
 
-Decisions where CONTRACT is silent (also in the README):
+Decisions where CONTRACT is silent (also in the README, "Decisions the input formats and
+formulas leave open"):
 
 - When a record carries ``metadata.minimization`` sizes, the ``minimization``
   subscore is recomputed from them even if the stored subscore is missing
