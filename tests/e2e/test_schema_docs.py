@@ -149,7 +149,7 @@ def test_some_views_with_what_they_read_over_a_given_relation() -> None:
         con.execute(
             "create table task_runs as select 'x' as agent, '1' as agent_version, "
             "'patch' as env_type, 'p' as problem_id, 'scored' as status, 0.5 as score, "
-            "true as passed, now() as graded_at, 0.1 as cost_usd"
+            "true as passed, now() as graded_at, 0.1 as cost_usd, 'r1' as run_id"
         )
         applied = create_views(con, ["by_agent"], given=["task_runs"])
         assert applied == ["int_problem_outcomes", "by_agent"]
