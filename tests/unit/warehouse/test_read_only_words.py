@@ -4,6 +4,7 @@ its refusal, the README), and each one named is one it runs."""
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 import typer.main
@@ -57,3 +58,39 @@ def test_a_pivot_without_in_is_refused_saying_how_to_write_it() -> None:
     with pytest.raises(QueryRefused, match=r"a PIVOT without IN creates a type first"):
         check_read_only("pivot task_runs on env_type using count(*)")
     assert check_read_only("pivot task_runs on env_type in ('a', 'b') using count(*)")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "/* c */ explain select 1",
+        "-- how many runs\nexplain select 1",
+        "explain /* x */ analyze select 1",
+        "/* a */ explain -- b\n explain select 1",
+    ],
+)
+def test_a_comment_before_explain_is_read_past_not_looped_on(sql: str) -> None:
+    # The comment had been taken for the statement EXPLAIN explains: the same text again,
+    # forever, before the time limit's timer had started. A thread, so a loop fails the test.
+    outcome: list[object] = []
+
+    def judge() -> None:
+        try:
+            outcome.append(check_read_only(sql))
+        except QueryRefused as refused:
+            outcome.append(refused)
+
+    worker = threading.Thread(target=judge, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), f"check_read_only looped on {sql!r}"
+    (judged,) = outcome
+    if isinstance(judged, QueryRefused):
+        assert "parse" in str(judged)  # DuckDB's grammar has no EXPLAIN EXPLAIN
+    else:
+        assert judged == [sql]
+
+
+def test_an_explain_of_a_write_is_still_refused_behind_a_comment() -> None:
+    with pytest.raises(QueryRefused, match="not a read-only statement"):
+        check_read_only("/* c */ explain analyze copy (select 1) to '/tmp/x.csv'")
