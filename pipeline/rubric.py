@@ -286,6 +286,10 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
     sources_given = given.pop("sources", None)
     if rubric_id is not None and (not isinstance(rubric_id, str) or not rubric_id.strip()):
         raise _fail("rubric_id", rubric_id, "expected a non-empty string")
+    if isinstance(rubric_id, str) and not rubric_id.isprintable():
+        # The id is printed by every later command on the lake, and stored there: an escape
+        # sequence in it would retitle or recolour every reader's terminal.
+        raise _fail("rubric_id", rubric_id, "expected printable characters only")
     task_given = given.get("task")
     threshold: Any = None
     if isinstance(task_given, dict) and "failure_threshold" in task_given:

@@ -66,6 +66,11 @@ HOSTILE_NAMES = (
     "$1 :name ?",
     " leading and trailing ",
     "%s%n%x",
+    # Rich markup: a closing tag had failed the run summary, a link tag made a link.
+    "[/bold]oops",
+    "[link=https://evil.example]click[/link]",
+    # Bidi override: shown reversed unless escaped.
+    "exe\u202etxt",
 )
 
 

@@ -103,7 +103,7 @@ def surface_diff(
     else:
         print_surface_diff(diff, threshold)
         if sarif is not None:
-            console.print(f"wrote {sarif}", highlight=False)
+            console.print(f"wrote {visible(str(sarif))}", highlight=False, markup=False)
     failed = threshold is not None and diff.failing(threshold).height > 0
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
@@ -147,7 +147,7 @@ def compare(
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(cmp.render_comparison(result.report, result.pairs), encoding="utf-8")
         if not as_json:
-            console.print(f"wrote {html}", highlight=False)
+            console.print(f"wrote {visible(str(html))}", highlight=False, markup=False)
     failed = fail_on_regression and result.report["gate"]["fails"]
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
@@ -194,7 +194,7 @@ def print_blocks(blocks: Sequence[Any]) -> None:
 
     for block in blocks:
         if isinstance(block, Table):
-            print_table(console, block)
+            print_table(console, block, markup=True)
         else:
             console.print(block, highlight=False)
 

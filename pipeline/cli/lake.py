@@ -168,7 +168,11 @@ def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:
         for violation in report.violations:
             console.print(f"violation: {visible(violation)}", highlight=False, markup=False)
         verdict = "all invariants hold" if report.ok else f"{len(report.violations)} violation(s)"
-        console.print(f"{lake}: {verdict} ({', '.join(report.checked)})", highlight=False)
+        console.print(
+            f"{visible(str(lake))}: {verdict} ({', '.join(report.checked)})",
+            highlight=False,
+            markup=False,
+        )
     raise typer.Exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
@@ -197,6 +201,7 @@ def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = No
         f"{report.still_quarantined} still quarantined, {report.not_replayable} not replayable "
         f"(no whole record kept to read again) in {report.seconds:.2f}s",
         highlight=False,
+        markup=False,
     )
     if report.blocks:
         console.print(

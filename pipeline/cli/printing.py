@@ -92,9 +92,9 @@ def rubric_change_line(
     if before == after:
         return None
     if before is None:
-        return f"rubric: the lake starts with {after}"
+        return f"rubric: the lake starts with {visible(after)}"
     return (
-        f"rubric changed: {before} -> {after}; {task_runs} task run(s) and "
+        f"rubric changed: {visible(before)} -> {visible(after)}; {task_runs} task run(s) and "
         f"{surface_grades} surface grade(s) rescored"
     )
 
@@ -108,8 +108,9 @@ def print_score_result(console: Console, result: ScoreResult) -> None:
     console.print(
         f"scored {result.task_runs} task runs and {result.surface_runs} surface grades "
         f"({'all' if result.full else 'new'} parts: {result.parts}) "
-        f"under rubric {result.rubric_id} in {result.seconds:.2f}s",
+        f"under rubric {visible(result.rubric_id)} in {result.seconds:.2f}s",
         highlight=False,
+        markup=False,
     )
     for note in result.notes:
         console.print(f"note: {visible(note)}", highlight=False, markup=False)
@@ -220,7 +221,7 @@ def print_nightly_summary(console: Console, summary: NightlySummary) -> None:
         console.print(f"check: {visible(violation)}", highlight=False, markup=False)
     verdict = "all invariants hold" if summary.check_ok else "VIOLATIONS (see above)"
     console.print(f"lake check: {verdict}", highlight=False)
-    console.print(f"summary: {summary.summary_file}", highlight=False)
+    console.print(f"summary: {visible(str(summary.summary_file))}", highlight=False, markup=False)
 
 
 def print_rescore_diff(console: Console, diff: RescoreDiff, *, as_json: bool) -> None:

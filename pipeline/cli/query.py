@@ -3,8 +3,14 @@ views (pipeline/warehouse/query.py), printed as a table, CSV, JSON or markdown."
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,11 +25,68 @@ from pipeline.cli.options import (
     settings_or_exit,
     usage_error,
 )
+from pipeline.core.settings import QUERY_MEMORY_ENV, QUERY_SECONDS_ENV
 from pipeline.core.visible import visible
 from pipeline.storage.lake import DEFAULT_LAKE
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from pipeline.core.settings import Settings
+
+# DuckDB's memory limit does not count every buffer (one repeat() of a 3 GB string ran to
+# 6 GB under a 256 MiB limit), and its interrupt waits for the running vector to finish
+# (22 s under a 2 s limit). Past these margins the process ends, whatever DuckDB is doing.
+HARD_MEMORY_FACTOR = 2
+HARD_SECONDS_GRACE = 5.0
+WATCH_EVERY_SECONDS = 0.02
+
+
+def _resident_bytes() -> int | None:
+    """This process's resident memory now (Linux), or None where it cannot be read."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextmanager
+def hard_limits(settings: Settings) -> Iterator[None]:
+    """Backstops beside DuckDB's own limits while a query runs: at twice the memory limit
+    above what the command held before it, or 5 s past the time limit, the command exits 1
+    at once, saying which."""
+    stop = threading.Event()
+    baseline = _resident_bytes()
+    cap = None if baseline is None else baseline + HARD_MEMORY_FACTOR * settings.query_memory_bytes
+    deadline = time.monotonic() + settings.query_seconds + HARD_SECONDS_GRACE
+
+    def end(why: str) -> None:
+        errors.print(f"[bold red]query failed:[/] {why}; the command was ended", highlight=False)
+        sys.stderr.flush()
+        os._exit(EXIT_FAILED)
+
+    def watch() -> None:
+        while not stop.wait(WATCH_EVERY_SECONDS):
+            if time.monotonic() > deadline:
+                end(
+                    f"the query ran {HARD_SECONDS_GRACE:g} s past the time limit of "
+                    f"{settings.query_seconds} s ({QUERY_SECONDS_ENV}) and did not stop"
+                )
+            held = _resident_bytes()
+            if cap is not None and held is not None and held > cap:
+                end(
+                    f"the query took {held - (baseline or 0)} bytes, past {HARD_MEMORY_FACTOR}x "
+                    f"the memory limit of {settings.query_memory_bytes} bytes ({QUERY_MEMORY_ENV})"
+                )
+
+    watcher = threading.Thread(target=watch, name="query-hard-limits", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
 
 
 class OutputFormat(StrEnum):
@@ -65,7 +128,7 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
     elif frame.columns == list(q.EXPLAIN_COLUMNS):
         # A query plan is a drawing: as text, never squeezed into a table cell.
         for key, plan in frame.rows():
-            sys.stdout.write(f"{key}:\n{plan}\n")
+            sys.stdout.write(f"{visible(str(key))}:\n{visible(str(plan))}\n")
     else:
         shown = q.readable(frame.head(max_rows))
         more = f", the first {max_rows} shown" if frame.height > max_rows else ""
@@ -119,7 +182,8 @@ def query(
                 f"--format {chosen.value} prints one result: give one statement "
                 f"({len(statements)} given), or use --format table or markdown"
             )
-        results = list(q.run_query(lake, sql, q.QueryLimits(rows, settings)))
+        with hard_limits(settings):
+            results = list(q.run_query(lake, sql, q.QueryLimits(rows, settings)))
     except WarehouseError as exc:
         # No warehouse there (or --lake names a file): the --lake given is not a lake.
         raise usage_error(_one_line(exc)) from exc

@@ -38,7 +38,7 @@ def _plain(console: Console, cell: RenderableType) -> str | None:
     if isinstance(cell, Text):
         return cell.plain
     if isinstance(cell, str):
-        return console.render_str(cell).plain
+        return cell  # print_table's cells are Text; a str is taken as it is, never as markup
     return None
 
 
@@ -80,7 +80,7 @@ def _share(needs: Sequence[int], wants: Sequence[int], spare: int) -> list[int]:
 def _as_text(console: Console, cell: RenderableType) -> Text:
     if isinstance(cell, Text):
         return cell
-    return console.render_str(cell) if isinstance(cell, str) else Text(str(cell))
+    return Text(cell) if isinstance(cell, str) else Text(str(cell))
 
 
 def _record(console: Console, names: Sequence[str], cells: Sequence[RenderableType]) -> Text:
@@ -162,17 +162,31 @@ def fitted(console: Console, table: Table) -> RenderableType:
     return _as_records(console, table)
 
 
-def print_table(console: Console, table: Table, *, highlight: bool | None = None) -> None:
-    """Print ``table`` whole at the console's width (see the module docstring), its text
-    cells' control characters shown as escapes (cells hold names from data)."""
+def print_table(
+    console: Console, table: Table, *, highlight: bool | None = None, markup: bool = False
+) -> None:
+    """Print ``table`` whole at the console's width (see the module docstring). Its text
+    (cells, headers, title and caption hold names from data) is shown as it is: control
+    characters as escapes, and brackets as brackets, never read as Rich markup (a name
+    ``[/bold]`` had failed the command after its work, and ``[link=...]`` made a link).
+    ``markup``: the table's strings are markup its maker wrote, with the data in them
+    escaped (compare.render's blocks)."""
+
+    def shown(value: str | Text) -> Text:
+        # A Text is never highlighted: a str cell went through Rich's highlighter regexes,
+        # whose time grows with the square of a long name (40k characters: 14 s).
+        if isinstance(value, str):
+            return Text.from_markup(value) if markup else Text(visible(value))
+        if visible(value.plain) != value.plain:
+            return Text(visible(value.plain), style=value.style)
+        return value
+
+    def cell(value: RenderableType) -> RenderableType:
+        return shown(value) if isinstance(value, str | Text) else value
+
     for column in table.columns:
-        column._cells = [_visible_cell(c) for c in column._cells]
+        column._cells = [cell(c) for c in column._cells]
+        column.header = cell(column.header)
+    table.title = None if table.title is None else shown(table.title)
+    table.caption = None if table.caption is None else shown(table.caption)
     console.print(fitted(console, table), highlight=highlight)
-
-
-def _visible_cell(cell: RenderableType) -> RenderableType:
-    if isinstance(cell, str):
-        return visible(cell)
-    if isinstance(cell, Text) and visible(cell.plain) != cell.plain:
-        return Text(visible(cell.plain), style=cell.style)
-    return cell

@@ -37,6 +37,7 @@ from pipeline.core.settings import (
     Settings,
     current_settings,
 )
+from pipeline.core.visible import visible, visible_expr
 from pipeline.storage.lake import command_on
 from pipeline.warehouse.file import WarehouseError, stale_reason, warehouse_path
 
@@ -130,8 +131,11 @@ def check_read_only(sql: str) -> list[str]:
     return texts
 
 
-# No file, no extension, and settings no statement can change.
-CONFINED = {
+# No file, no extension, and settings no statement can change. No spilling either: DuckDB
+# had written a query's overflow beside the warehouse (<lake>/warehouse.duckdb.tmp, up to 90%
+# of the free disk); past its memory a query fails, naming the setting that raises it.
+CONFINED: dict[str, str | bool] = {
+    "max_temp_directory_size": "0B",
     "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
@@ -286,9 +290,11 @@ def as_markdown(frame: pl.DataFrame) -> str:
         return pl.concat_str([pl.lit("| "), pl.concat_str(cells, separator=" | "), pl.lit(" |")])
 
     def escaped(cell: pl.Expr) -> pl.Expr:
-        return cell.str.replace_all("|", r"\|", literal=True).str.replace_all(r"\r?\n", " ")
+        # Control characters as escapes too: the format is for pasting, and a terminal shows it.
+        lines = cell.str.replace_all("|", r"\|", literal=True).str.replace_all(r"\r?\n", " ")
+        return visible_expr(lines)
 
-    header = " | ".join(name.replace("|", r"\|") for name in shown.columns)
+    header = " | ".join(visible(name).replace("|", r"\|") for name in shown.columns)
     lines = shown.select(row([escaped(pl.col(c)) for c in shown.columns]).alias("line"))
     rule = "|" + "---|" * shown.width
     body = "\n".join(lines.get_column("line").to_list())

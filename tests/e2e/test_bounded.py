@@ -350,6 +350,32 @@ def test_a_query_over_the_memory_limit_fails_alone(
     assert "SET memory_limit" not in result.stderr
 
 
+@pytest.mark.slow
+def test_a_query_duckdb_cannot_bound_is_ended_past_twice_its_memory(small_lake: Path) -> None:
+    """One repeat() of a 3 GB string had run to 6 GB and 22 s under 256 MiB and 2 s:
+    DuckDB's limit does not count it, and its interrupt waits for it. A process of its own,
+    since the backstop ends the process."""
+    import os
+    import subprocess
+    import sys
+
+    limit = 128 * MIB
+    env = {**os.environ, QUERY_MEMORY_ENV: str(limit), QUERY_SECONDS_ENV: "60"}
+    sql = "select length(repeat(repeat('x', 1000000), 3000))"
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "query", sql, "--lake", str(small_lake)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout
+    said = " ".join(done.stderr.split())
+    assert f"past 2x the memory limit of {limit} bytes ({QUERY_MEMORY_ENV})" in said, said
+    assert "the command was ended" in said
+
+
 @pytest.mark.parametrize(
     "text",
     [b"x = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", b"a = 1\n" + b"#" * (2 * MIB)],

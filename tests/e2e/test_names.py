@@ -236,3 +236,48 @@ def test_drawn_names_round_trip_exactly(
             assert got_servers[report["run_id"]] == want_server
         names = [t["agent"] for t in tasks] + [r["server"]["name"] for r in reports]
         assert_paths_are_ours(lake, names)
+
+
+MARKUP_NAMES = ("[/bold]oops", "[link=https://evil.example]click[/link]", "[bold red]X[/]")
+
+
+@pytest.mark.slow
+def test_markup_in_names_is_printed_as_text_by_every_command(tmp_path: Path) -> None:
+    """A name is never read as Rich markup: `[/bold]` had failed `run` after its commit (exit
+    1), and `[link=...]` made the terminal show a link the data chose."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    agent, old, new = MARKUP_NAMES
+    records = []
+    for index in range(6):
+        for version in (old, new):
+            record = task_record(random.Random(index), f"{version}-{index}")
+            record.update(agent=agent, agent_version=version, problem_id=f"p{index}")
+            records.append(record)
+    reports = []
+    for index, version in enumerate((old, new)):
+        report = surface_report(random.Random(index), f"srv-{index}")
+        report["server"].update(name=agent, version=version)
+        report["findings"][0]["target"] = [new, "plain"]
+        reports.append(report)
+    source = write_lines(tmp_path / "markup.jsonl", records + reports)
+    lake = str(tmp_path / "lake")
+    runner = CliRunner()
+    halved = tmp_path / "half.toml"
+    halved.write_text('rubric_id = "[/x] half"\n[task]\npenalty_scale = 0.5\n')
+    commands = [
+        (["run", str(source)], agent),
+        (["compare", "--agent", agent, "--baseline", old, "--candidate", new], agent),
+        (["history", "--agent", agent], agent),
+        (["surface-diff", "--server", agent], new),
+        (["score", "--dry-run", "--rubric", str(halved)], agent),
+        (["score", "--rubric", str(halved)], "under rubric [/x] half"),
+        (["query", "select agent, agent_version from task_runs limit 2"], agent),
+    ]
+    for command, expected in commands:
+        result = runner.invoke(app, [*command, "--lake", lake], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (command, result.output)
+        shown = " ".join(result.output.split())
+        assert expected in shown, (command, result.output)

@@ -159,6 +159,22 @@ def test_no_file_can_be_read_not_even_the_lakes(lake: Path) -> None:
     assert "query failed" in err
 
 
+def test_a_query_past_its_memory_writes_nothing_beside_the_warehouse(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DuckDB had spilled it to <lake>/warehouse.duckdb.tmp, up to 90% of the free disk.
+    monkeypatch.setenv("PIPELINE_QUERY_MEMORY_BYTES", str(64 * 1024 * 1024))
+    big_sort = (
+        "select count(*) from (select range::varchar || repeat('x', 30) as s "
+        "from range(5000000) order by s desc)"
+    )
+    before = sorted(lake.iterdir())
+    code, _, err = invoke(lake, big_sort)
+    assert code == 1
+    assert "needs more than the memory limit of 67108864 bytes" in " ".join(err.split())
+    assert sorted(lake.iterdir()) == before
+
+
 def test_not_sql_is_a_usage_error(lake: Path) -> None:
     code, _, err = invoke(lake, "selec * frm nowhere")
     assert code == 2 and "parse" in err
@@ -227,6 +243,18 @@ def test_readable_rounds_floats_and_keeps_everything_else() -> None:
         "|---|---|---|---|",
         '| 0.3333 | 1 | a | ["x"] |',
         "| 1234568 | 2 | b\\|c | [] |",
+    ]
+
+
+def test_markdown_shows_control_characters_from_data_as_escapes() -> None:
+    # Meant for pasting, and read on a terminal: an ESC sequence in a name had reached it raw.
+    frame = pl.DataFrame({"\x1b[2Jname": ["\x1b]0;title\x07", "a\u202eb", "plain"]})
+    assert as_markdown(frame).splitlines() == [
+        "| \\x1b[2Jname |",
+        "|---|",
+        "| \\x1b]0;title\\x07 |",
+        "| a\\u202eb |",
+        "| plain |",
     ]
 
 

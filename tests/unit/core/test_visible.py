@@ -15,10 +15,22 @@ def test_control_characters_become_escapes() -> None:
     assert visible("tab\there\nnext é ✓") == "tab\there\nnext é ✓"
 
 
+def test_text_that_reorders_or_breaks_lines_becomes_escapes() -> None:
+    # "\u202e" showed "txt.exe" as "exe.txt"; "\u2028" made a second line no newline made.
+    assert visible("a\u202eexe.txt\u2066b\u2069c\u2028d") == "a\\u202eexe.txt\\u2066b\\u2069c\\u2028d"
+
+
+REORDERING = {0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029}
+
+
+def acted_on(c: str) -> bool:
+    return c not in "\t\n" and (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) in REORDERING)
+
+
 @given(st.text())
 @settings(max_examples=examples(200), deadline=None)
 def test_nothing_a_terminal_acts_on_is_left(text: str) -> None:
     shown = visible(text)
-    assert all(c in "\t\n" or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) for c in shown)
-    if all(c in "\t\n" or (0x20 <= ord(c) < 0x7F) or ord(c) >= 0xA0 for c in text):
+    assert not any(acted_on(c) for c in shown)
+    if not any(acted_on(c) for c in text):
         assert shown == text

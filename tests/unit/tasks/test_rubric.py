@@ -68,6 +68,10 @@ def test_rubric_id_is_given_or_a_content_hash() -> None:
         ({"task": {"exploit": {"gate": "nope"}}}, "task.exploit.gate = 'nope'"),
         ({"surface": {"tokens_per_tool_bad": 100.0}}, "surface.tokens_per_tool_bad"),
         ({"rubric_id": ""}, "rubric_id"),
+        # Printed by every later command: no escape sequence, bidi override or line break.
+        ({"rubric_id": "v2\x1b]0;title\x07"}, "expected printable characters only"),
+        ({"rubric_id": "v2\u202e"}, "expected printable characters only"),
+        ({"rubric_id": "v2\nv3"}, "expected printable characters only"),
     ],
 )
 def test_refused_with_the_key_named(document: dict[str, object], named: str) -> None:
