@@ -17,7 +17,8 @@ def test_control_characters_become_escapes() -> None:
 
 def test_text_that_reorders_or_breaks_lines_becomes_escapes() -> None:
     # "\u202e" showed "txt.exe" as "exe.txt"; "\u2028" made a second line no newline made.
-    assert visible("a\u202eexe.txt\u2066b\u2069c\u2028d") == "a\\u202eexe.txt\\u2066b\\u2069c\\u2028d"
+    shown = visible("a\u202eexe.txt\u2066b\u2069c\u2028d")
+    assert shown == "a\\u202eexe.txt\\u2066b\\u2069c\\u2028d"
 
 
 REORDERING = {0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029}
