@@ -51,11 +51,29 @@ class RescoreDiff:
     ranking: pl.DataFrame
     surface_changes: pl.DataFrame = field(default_factory=lambda: _empty(SURFACE_CHANGE_SCHEMA))
     letter_distribution: pl.DataFrame = field(default_factory=lambda: _empty(LETTER_SCHEMA))
+    # Landed task runs and surface reports, and how many of them have no score under each
+    # rubric (landed after it was replaced, or its score files removed): left out above.
+    coverage: dict[str, int] = field(default_factory=dict)
+
+    def unscored_notes(self) -> list[str]:
+        """What the diff could not compare, one line per rubric and kind that lacks scores."""
+        notes = []
+        for kind, total in (("task run", "task_runs"), ("surface report", "surface_runs")):
+            for side, rubric in (("from", self.rubric_from), ("to", self.rubric_to)):
+                missing = self.coverage.get(f"{total}_unscored_{side}", 0)
+                if missing:
+                    notes.append(
+                        f"{missing} of {self.coverage[total]} landed {kind}(s) have no score "
+                        f"under {rubric} (landed after it was replaced, or its score files "
+                        "removed): left out of the comparison"
+                    )
+        return notes
 
     def to_dict(self) -> dict[str, object]:
         return {
             "from": self.rubric_from,
             "to": self.rubric_to,
+            "coverage": self.coverage,
             "by_env_type": self.by_env_type.to_dicts(),
             "ranking": self.ranking.to_dicts(),
             "surface_changes": self.surface_changes.to_dicts(),
@@ -213,15 +231,37 @@ def rescore_diff(
         surface_after if surface_after is not None else surface_scores_of(lake, rubric_to)
     )
     order = letters if letters is not None else _letters_seen(surface_before, surface_target)
-    by_env, ranking, surface, distribution = pl.collect_all(
+    by_env, ranking, surface, distribution, task_cover, surface_cover = pl.collect_all(
         [
             diff_by_env_type(runs, before, target),
             ranking_moves(runs, before, target),
             surface_grade_changes(surface_runs, surface_before, surface_target),
             letter_distribution(surface_runs, surface_before, surface_target, order),
+            _coverage(runs, before, target, "task_runs"),
+            _coverage(surface_runs, surface_before, surface_target, "surface_runs"),
         ]
     )
-    return RescoreDiff(rubric_from, rubric_to, by_env, ranking, surface, distribution)
+    coverage = {**task_cover.row(0, named=True), **surface_cover.row(0, named=True)}
+    return RescoreDiff(rubric_from, rubric_to, by_env, ranking, surface, distribution, coverage)
+
+
+def _coverage(
+    landed: pl.LazyFrame, before: pl.LazyFrame, after: pl.LazyFrame, name: str
+) -> pl.LazyFrame:
+    """One row: the landed runs, and how many have no score row under each side."""
+    ids = landed.select("run_id")
+    return pl.concat(
+        [
+            ids.select(pl.len().alias(name)),
+            ids.join(before.select("run_id"), on="run_id", how="anti").select(
+                pl.len().alias(f"{name}_unscored_from")
+            ),
+            ids.join(after.select("run_id"), on="run_id", how="anti").select(
+                pl.len().alias(f"{name}_unscored_to")
+            ),
+        ],
+        how="horizontal",
+    ).cast(pl.Int64)
 
 
 def _letters_seen(before: pl.LazyFrame, after: pl.LazyFrame) -> list[str]:
