@@ -204,7 +204,12 @@ def check_warehouse(lake: Path) -> list[str]:
     from pipeline.core.sql import quoted, sql_text
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
-    from pipeline.warehouse.build import OTHER_VERSION, built_by_this_version, unheld
+    from pipeline.warehouse.build import (
+        OTHER_VERSION,
+        built_by_this_version,
+        foreign_objects,
+        unheld,
+    )
     from pipeline.warehouse.file import meta_value, read_if_usable
 
     path = warehouse_path(lake)
@@ -223,8 +228,14 @@ def check_warehouse(lake: Path) -> list[str]:
                 f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
             )
         if built_by_this_version(con) is False:
-            found.append(OTHER_VERSION.format(lake=lake))
-        elif rubric is not None and built == rubric.rubric_id:
+            found.append(OTHER_VERSION.format(lake=lake))  # its views differ by design
+            return found
+        found.extend(
+            f"{problem}: remove {path} and run {lk.command_on(lake, 'score')}, which builds it "
+            "from nothing"
+            for problem in sorted(foreign_objects(con))
+        )
+        if rubric is not None and built == rubric.rubric_id:
             changes = unheld(con, lake, rubric.rubric_id)
             if changes.load.height or changes.drop.height:
                 found.append(

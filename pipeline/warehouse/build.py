@@ -231,6 +231,38 @@ def _create(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("commit")
 
 
+def catalog(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
+    """The open file's tables, views and macros, (kind, name) -> definition, its case and
+    spacing evened out (a file in an older storage version writes DOUBLE as double)."""
+    rows = con.execute(sql_text("queries/warehouse_catalog.sql")).fetchall()
+    return {(kind, name): " ".join(str(text).lower().split()) for kind, name, text in rows}
+
+
+@cache
+def built_catalog() -> dict[tuple[str, str], str]:
+    """The catalog this code's build creates, made once per process in memory."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        _create(con)
+        return catalog(con)
+
+
+def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The pipeline's tables, views and macros the open file lacks or defines otherwise than
+    this code's build (by hand: an incremental build keeps them, so `by_agent` could show
+    other numbers for good). Objects an analyst added beside them are theirs."""
+    built, found = built_catalog(), catalog(con)
+    return (
+        [f"{kind} {name} is missing" for kind, name in built.keys() - found]
+        + [
+            f"{kind} {name} is not defined as the pipeline defines it"
+            for (kind, name), text in found.items()
+            if (kind, name) in built and built[kind, name] != text
+        ]
+    )
+
+
 # The empty warehouse's bytes by fingerprint, made once per process: creating the views
 # costs more than the rest of a small build, and every build from nothing starts the same.
 _EMPTY: dict[str, bytes] = {}

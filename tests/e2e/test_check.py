@@ -130,6 +130,32 @@ def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
     assert violations(lake) == (0, [])
 
 
+@pytest.mark.slow
+def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -> None:
+    """An incremental build copies the file, so a by_agent redefined by hand would have shown
+    other numbers for good, with check passing."""
+    import duckdb
+
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        con.execute("create or replace view by_agent as select 'someone else' as agent")
+        con.execute("create or replace macro wilson_low(p, n) as 0.0")
+        con.execute("drop view by_cwe")
+    code, found = violations(lake)
+    assert code == 1
+    remedy = (
+        f": remove {lake / 'warehouse.duckdb'} and run `python -m pipeline score --lake "
+        f"{lake}`, which builds it from nothing"
+    )
+    assert found == [
+        f"warehouse: macro wilson_low(p, n) is not defined as the pipeline defines it{remedy}",
+        f"warehouse: view by_agent is not defined as the pipeline defines it{remedy}",
+        f"warehouse: view by_cwe is missing{remedy}",
+    ]
+    (lake / "warehouse.duckdb").unlink()
+    assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
+    assert violations(lake) == (0, [])
+
+
 def test_views_an_analyst_added_are_counted_whatever_their_names(lake: Path) -> None:
     """The check counts every view of the file, names from its catalog quoted as identifiers:
     a name with a double quote in it is read as that view, not as broken SQL."""
