@@ -253,14 +253,11 @@ def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
     this code's build (by hand: an incremental build keeps them, so `by_agent` could show
     other numbers for good). Objects an analyst added beside them are theirs."""
     built, found = built_catalog(), catalog(con)
-    return (
-        [f"{kind} {name} is missing" for kind, name in built.keys() - found]
-        + [
-            f"{kind} {name} is not defined as the pipeline defines it"
-            for (kind, name), text in found.items()
-            if (kind, name) in built and built[kind, name] != text
-        ]
-    )
+    return [f"{kind} {name} is missing" for kind, name in built.keys() - found] + [
+        f"{kind} {name} is not defined as the pipeline defines it"
+        for (kind, name), text in found.items()
+        if (kind, name) in built and built[kind, name] != text
+    ]
 
 
 # The empty warehouse's bytes by fingerprint, made once per process: creating the views
