@@ -21,7 +21,10 @@ END = "<!-- end of the settings -->"
 
 def table(settings: list[Declared]) -> str:
     """One row a setting, in the order they are declared."""
-    rows = ["| variable | default | unit | flag | why |", "|---|---|---|---|---|"]
+    rows = [
+        "| variable | default | largest | unit | flag | why |",
+        "|---|---|---|---|---|---|",
+    ]
     rows += [_row(s) for s in settings]
     return "\n".join(rows) + "\n"
 
@@ -29,7 +32,10 @@ def table(settings: list[Declared]) -> str:
 def _row(setting: Declared) -> str:
     flag = f"`{setting.flag}`" if setting.flag else ""
     why = setting.why.replace("|", "\\|")
-    return f"| `{setting.env}` | {setting.default} | {setting.unit} | {flag} | {why} |"
+    return (
+        f"| `{setting.env}` | {setting.default} | {setting.largest} | {setting.unit} | {flag} "
+        f"| {why} |"
+    )
 
 
 def with_table(text: str, settings: list[Declared]) -> str:

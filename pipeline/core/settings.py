@@ -41,6 +41,17 @@ QUERY_THREADS_ENV = "PIPELINE_QUERY_THREADS"
 QUERY_SECONDS_ENV = "PIPELINE_QUERY_SECONDS"
 
 
+# The largest value a setting of each unit takes: past them DuckDB or the OS refused later,
+# mid-command (a thread count of 100000: "can't start new thread", exit 1 instead of 2).
+MAXIMA = {
+    "bytes": 2**50,  # 1 PiB
+    "levels": 100_000,
+    "lines": 2**31,
+    "threads": 1024,
+    "seconds": 10**7,  # ~116 days
+}
+
+
 class SettingError(ValueError):
     """A ``PIPELINE_*`` variable holding a value the setting does not take."""
 
@@ -55,6 +66,7 @@ class Declared:
     unit: str
     why: str
     flag: str | None
+    largest: str = ""
 
 
 def _setting(
@@ -151,11 +163,14 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
-        low = [
-            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name) < 1
+        bad = [
+            f"{f.name}={getattr(self, f.name)!r}: expected a whole number from 1 to "
+            f"{MAXIMA[f.metadata['unit']]}"
+            for f in fields(self)
+            if not 1 <= getattr(self, f.name) <= MAXIMA[f.metadata["unit"]]
         ]
-        if low:
-            raise SettingError(f"{', '.join(low)}: expected a whole number >= 1")
+        if bad:
+            raise SettingError("; ".join(bad))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -167,12 +182,15 @@ class Settings:
             text = source.get(spec.metadata["env"], "").strip()
             if not text:
                 continue
-            if _WHOLE.fullmatch(text) and int(text) >= 1:
+            most = MAXIMA[spec.metadata["unit"]]
+            if _WHOLE.fullmatch(text) and 1 <= int(text) <= most:
                 chosen[spec.name] = int(text)
             else:
-                bad.append(f"{spec.metadata['env']}={text!r}")
+                bad.append(
+                    f"{spec.metadata['env']}={text!r}: expected a whole number from 1 to {most}"
+                )
         if bad:
-            raise SettingError(f"{', '.join(bad)}: expected a whole number >= 1")
+            raise SettingError("; ".join(bad))
         return cls(**chosen)
 
     def with_flags(self, **given: int | None) -> Settings:
@@ -198,13 +216,15 @@ def _declared(spec: Field[Any]) -> Declared:
     meta = spec.metadata
     default = spec.default
     shown = meta["shown"] or (_sized(default) if meta["unit"] == "bytes" else str(default))
-    return Declared(spec.name, meta["env"], shown, meta["unit"], meta["why"], meta["flag"])
+    most = MAXIMA[meta["unit"]]
+    largest = _sized(most) if meta["unit"] == "bytes" else str(most)
+    return Declared(spec.name, meta["env"], shown, meta["unit"], meta["why"], meta["flag"], largest)
 
 
 def _sized(value: object) -> str:
     """16777216 as "16 MiB (16777216)": people read the first, scripts copy the second."""
     number = int(str(value))
-    for size, unit in ((GIB, "GiB"), (MIB, "MiB")):
+    for size, unit in ((1024 * 1024 * GIB, "PiB"), (1024 * GIB, "TiB"), (GIB, "GiB"), (MIB, "MiB")):
         if number % size == 0:
             return f"{number // size} {unit} ({number})"
     return str(number)

@@ -12,7 +12,10 @@ from pipeline.core import sql
 from pipeline.core.settings import (
     MAX_DEPTH_ENV,
     MAX_RECORD_BYTES_ENV,
+    MAXIMA,
+    QUERY_MEMORY_ENV,
     QUERY_SECONDS_ENV,
+    QUERY_THREADS_ENV,
     TEST_HOOKS,
     SettingError,
     Settings,
@@ -69,16 +72,36 @@ def test_the_environment_is_read_when_none_is_given(monkeypatch: pytest.MonkeyPa
 def test_a_bad_value_is_refused_naming_the_variable_and_the_value(value: str) -> None:
     with pytest.raises(SettingError) as refused:
         Settings.from_env({MAX_DEPTH_ENV: value})
-    assert str(refused.value) == f"{MAX_DEPTH_ENV}={value!r}: expected a whole number >= 1"
+    assert str(refused.value) == (
+        f"{MAX_DEPTH_ENV}={value!r}: expected a whole number from 1 to {MAXIMA['levels']}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "most"),
+    [
+        (QUERY_THREADS_ENV, "100000", "1024"),
+        (QUERY_MEMORY_ENV, "9" * 23, str(2**50)),
+        (QUERY_SECONDS_ENV, str(10**7 + 1), str(10**7)),
+    ],
+)
+def test_a_value_past_its_units_most_is_refused_before_any_work(
+    env: str, value: str, most: str
+) -> None:
+    # 100000 threads had failed mid-command ("can't start new thread", exit 1); a 23-digit
+    # memory, DuckDB's "out of range".
+    with pytest.raises(SettingError) as refused:
+        Settings.from_env({env: value})
+    assert str(refused.value) == f"{env}={value!r}: expected a whole number from 1 to {most}"
 
 
 def test_every_bad_value_is_named_in_the_one_error() -> None:
-    with pytest.raises(SettingError, match=f"{MAX_DEPTH_ENV}='x', {QUERY_SECONDS_ENV}='0'"):
+    with pytest.raises(SettingError, match=f"{MAX_DEPTH_ENV}='x': .*; {QUERY_SECONDS_ENV}='0': "):
         Settings.from_env({MAX_DEPTH_ENV: "x", QUERY_SECONDS_ENV: "0"})
 
 
 def test_settings_built_in_code_are_held_to_the_same_bound() -> None:
-    with pytest.raises(SettingError, match="max_depth=0: expected a whole number >= 1"):
+    with pytest.raises(SettingError, match="max_depth=0: expected a whole number from 1 to "):
         Settings(max_depth=0)
 
 
@@ -121,7 +144,7 @@ def test_a_bad_setting_exits_2_on_one_line_before_any_work(
     done = pipeline(*(a.format(lake=lake) for a in args))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"bad setting: {MAX_DEPTH_ENV}='lots': expected a whole number >= 1"
+        f"bad setting: {MAX_DEPTH_ENV}='lots': expected a whole number from 1 to 100000"
     ]
     assert not lake.exists()
 
