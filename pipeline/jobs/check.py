@@ -208,6 +208,7 @@ def check_warehouse(lake: Path) -> list[str]:
         OTHER_VERSION,
         built_by_this_version,
         foreign_objects,
+        leftovers,
         unheld,
     )
     from pipeline.warehouse.file import meta_value, read_if_usable
@@ -259,13 +260,20 @@ def check_warehouse(lake: Path) -> list[str]:
                     found.append(f"view {name} does not answer: {exc}")
         return found
 
+    # A build killed mid-way leaves its copy of the file (as large as the warehouse); reading
+    # commands never remove it.
+    strays = [
+        f"{stray} ({stray.stat().st_size} bytes) is left by a build that died: the next "
+        f"command that writes removes it ({lk.command_on(lake, 'score')})"
+        for stray in leftovers(lake)
+    ]
     found = read_if_usable(path, problems)
     if found is None:
-        return [
+        found = [
             f"the warehouse {path} cannot be opened or has no build record: "
             f"{lk.command_on(lake, 'score')} builds it again"
         ]
-    return found
+    return strays + found
 
 
 def check_state(lake: Path) -> list[str]:

@@ -420,9 +420,13 @@ def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None
         con.unregister("wanted_files")
 
 
-def remove_leftovers(lake: Path) -> None:
+def leftovers(lake: Path) -> list[Path]:
     """Temporary files of a build that died (the file and DuckDB's write-ahead log)."""
-    for stray in lake.glob(f".{WAREHOUSE_NAME}.*"):
+    return sorted(lake.glob(f".{WAREHOUSE_NAME}.*"))
+
+
+def remove_leftovers(lake: Path) -> None:
+    for stray in leftovers(lake):
         stray.unlink(missing_ok=True)
 
 

@@ -131,6 +131,24 @@ def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
 
 
 @pytest.mark.slow
+def test_a_dead_builds_copy_of_the_warehouse_is_named_until_a_write_removes_it(
+    lake: Path,
+) -> None:
+    # A nightly killed mid-build left a 94 MB copy that check did not mention.
+    stray = lake / ".warehouse.duckdb.0badc0de.tmp"
+    stray.write_bytes(b"x" * 1000)
+    code, found = violations(lake)
+    assert code == 1
+    assert found == [
+        f"warehouse: {stray} (1000 bytes) is left by a build that died: the next command that "
+        f"writes removes it (`python -m pipeline score --lake {lake}`)"
+    ]
+    assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
+    assert not stray.exists()
+    assert violations(lake) == (0, [])
+
+
+@pytest.mark.slow
 def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -> None:
     """An incremental build copies the file, so a by_agent redefined by hand would have shown
     other numbers for good, with check passing."""
