@@ -529,10 +529,12 @@ def test_a_lake_without_a_list_of_names_gets_one_from_its_history(tmp_path: Path
     from pipeline.jobs import commands as jobs
 
     lake = tmp_path / "lake"
-    jobs.ingest([tasks(tmp_path / "a" / "a.jsonl", "p1")], lake)
+    first = task_record(random.Random(1), "p1")
+    jobs.ingest([write(tmp_path / "a" / "a.jsonl", [json.dumps(first)])], lake)
     (lake / "_state" / "schema.json").unlink()  # as a lake made before the list existed
-    later = task_record(random.Random(1), "p2")
-    later["queue"] = "night"
+    # The same fields as the history's record (a drawn one may name an optional field it did
+    # not), and one more.
+    later = {**first, "run_id": "p2", "queue": "night"}
     late = json.loads(fuzz_line("f1"))
     late["other"] = 1
     source = write(tmp_path / "b" / "b.jsonl", [json.dumps(later), json.dumps(late)])
