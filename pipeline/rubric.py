@@ -286,10 +286,6 @@ def parse_rubric(data: Mapping[str, Any]) -> Rubric:
     sources_given = given.pop("sources", None)
     if rubric_id is not None and (not isinstance(rubric_id, str) or not rubric_id.strip()):
         raise _fail("rubric_id", rubric_id, "expected a non-empty string")
-    if isinstance(rubric_id, str) and not rubric_id.isprintable():
-        # The id is printed by every later command on the lake, and stored there: an escape
-        # sequence in it would retitle or recolour every reader's terminal.
-        raise _fail("rubric_id", rubric_id, "expected printable characters only")
     task_given = given.get("task")
     threshold: Any = None
     if isinstance(task_given, dict) and "failure_threshold" in task_given:
@@ -369,4 +365,10 @@ def load_rubric(path: Path | None) -> Rubric:
         raise RubricError(f"rubric file {path}: not valid TOML ({exc})") from exc
     except RecursionError as exc:
         raise RubricError(f"rubric file {path}: nests too deep to be a rubric") from exc
+    given_id = parsed.get("rubric_id")
+    if isinstance(given_id, str) and not given_id.isprintable():
+        # A new id is printed by every later command on the lake, and stored there: an escape
+        # sequence in it would retitle every reader's terminal. (Ids a lake already holds
+        # are read as they are, and shown escaped.)
+        raise _fail("rubric_id", given_id, "expected printable characters only")
     return parse_rubric(parsed)

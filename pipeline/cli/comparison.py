@@ -17,11 +17,12 @@ from pipeline.cli.options import (
     JsonOption,
     LakeOption,
     console,
+    errors,
     lake_or_exit,
     usage_error,
 )
 from pipeline.core.visible import visible
-from pipeline.storage.lake import DEFAULT_LAKE
+from pipeline.storage.lake import DEFAULT_LAKE, command_on
 
 if TYPE_CHECKING:
     from pipeline.surface.diff import SurfaceDiff
@@ -56,7 +57,20 @@ def rescore_diff(
             f"no scores under rubric {', '.join(unknown)}; "
             f"the lake holds: {', '.join(sorted(known)) or 'none'}"
         )
-    diff = lineage.rescore_diff(lake, rubric_from, rubric_to)
+    import polars as pl
+
+    try:
+        diff = lineage.rescore_diff(lake, rubric_from, rubric_to)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        # A damaged score file of a rubric no command works under any more (check names it).
+        said = visible(" ".join(str(exc).split()))
+        errors.print(
+            f"a score file of {visible(rubric_from)} or {visible(rubric_to)} cannot be read "
+            f"({said}); {command_on(lake, 'check')} names it",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit(EXIT_FAILED) from exc
     printing.print_rescore_diff(console, diff, as_json=as_json)
 
 

@@ -26,6 +26,7 @@ from pipeline.cli import comparison, lake, query
 from pipeline.cli.options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, errors
 from pipeline.core.settings import SettingError
 from pipeline.core.stages import set_track
+from pipeline.core.visible import visible
 from pipeline.storage.lake import InputError, LakeBusyError, StateFileError
 
 
@@ -97,17 +98,18 @@ def _failure_code(exc: Exception) -> int:
         return EXIT_USAGE
     if isinstance(exc, UsageError):
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-        errors.print(f"[bold red]usage:[/] {escape(exc.format_message())}{hint}", highlight=False)
+        said = escape(visible(exc.format_message()))
+        errors.print(f"[bold red]usage:[/] {said}{hint}", highlight=False)
         return EXIT_USAGE
     if isinstance(exc, typer.Abort):
         errors.print("[bold red]aborted[/]", highlight=False)
         return EXIT_FAILED
     if isinstance(exc, SettingError):
         # Resolved below a command's entry (a library path the CLI did not foresee).
-        errors.print(f"[bold red]bad setting:[/] {escape(str(exc))}", highlight=False)
+        errors.print(f"[bold red]bad setting:[/] {escape(visible(str(exc)))}", highlight=False)
         return EXIT_USAGE
     if isinstance(exc, LakeBusyError):
-        errors.print(f"[bold red]busy:[/] {escape(str(exc))}", highlight=False)
+        errors.print(f"[bold red]busy:[/] {escape(visible(str(exc)))}", highlight=False)
         return EXIT_FAILED
     # Imported here, not at the top: the warehouse pulls in DuckDB and Polars,
     # which `--help` and usage errors never need.
@@ -118,7 +120,7 @@ def _failure_code(exc: Exception) -> int:
         if isinstance(exc, InputError | WarehouseError | StateFileError)
         else f"{type(exc).__name__}: "
     )
-    errors.print(f"[bold red]failed:[/] {named}{escape(str(exc))}", highlight=False)
+    errors.print(f"[bold red]failed:[/] {named}{escape(visible(str(exc)))}", highlight=False)
     return EXIT_FAILED
 
 

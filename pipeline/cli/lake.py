@@ -114,8 +114,10 @@ def score(
         printing.print_rescore_diff(console, diff, as_json=as_json)
         if not as_json:
             console.print(
-                f"dry run: nothing was written; the lake stays under rubric {diff.rubric_from}",
+                "dry run: nothing was written; the lake stays under rubric "
+                + visible(diff.rubric_from),
                 highlight=False,
+                markup=False,
             )
         return
     result = jobs.score(lake, chosen, engine=runner, settings=settings)
@@ -196,8 +198,9 @@ def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = No
             console.print(change, highlight=False, markup=False)
     console.print(
         f"replayed {report.tried} of {report.held} quarantined line(s) under rubric "
-        f"{report.rubric_id}: {report.landed_task_runs} task and {report.landed_surface_runs} "
-        f"surface run(s) landed, {report.skipped_duplicates} already landed, "
+        f"{visible(report.rubric_id)}: {report.landed_task_runs} task and "
+        f"{report.landed_surface_runs} surface run(s) landed, "
+        f"{report.skipped_duplicates} already landed, "
         f"{report.still_quarantined} still quarantined, {report.not_replayable} not replayable "
         f"(no whole record kept to read again) in {report.seconds:.2f}s",
         highlight=False,

@@ -16,14 +16,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipeline.core.settings import SettingError, Settings, declared
+from pipeline.core.visible import visible
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import is_lake, not_a_lake
 
 if TYPE_CHECKING:
     from pipeline import engines
 
-console = Console(soft_wrap=True)
-errors = Console(stderr=True, soft_wrap=True)
+# No emoji: a ":skull:" in a name from data is shown as written, markup or not.
+console = Console(soft_wrap=True, emoji=False)
+errors = Console(stderr=True, soft_wrap=True, emoji=False)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -85,7 +87,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.
 def usage_error(message: str, *, label: str = "usage") -> typer.Exit:
     """Say ``message`` on one line of stderr (as written: a path or an extra's name in
     brackets is not markup); the exit (code 2) to raise."""
-    errors.print(f"[bold red]{label}:[/] {escape(message)}", highlight=False)
+    errors.print(f"[bold red]{label}:[/] {escape(visible(message))}", highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 

@@ -179,9 +179,12 @@ def print_open_commands(console: Console, lake: Path) -> None:
 def print_nightly_summary(console: Console, summary: NightlySummary) -> None:
     if summary.nothing_to_do:
         console.print(
-            f"nothing to do: no new files in {summary.inbox} and the lake is already scored "
-            f"under rubric {summary.rubric_after}",
+            visible(
+                f"nothing to do: no new files in {summary.inbox} and the lake is already "
+                f"scored under rubric {summary.rubric_after}"
+            ),
             highlight=False,
+            markup=False,
         )
     table = Table(title="nightly run", show_header=False)
     table.add_column("what")

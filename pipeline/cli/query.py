@@ -53,18 +53,27 @@ def _resident_bytes() -> int | None:
 
 @contextmanager
 def hard_limits(settings: Settings) -> Iterator[None]:
-    """Backstops beside DuckDB's own limits while a query runs: at twice the memory limit
-    above what the command held before it, or 5 s past the time limit, the command exits 1
+    """Backstops beside DuckDB's own limits while a query runs and its rows are fetched: at
+    twice the memory limit above what the command held before it (on Linux, where the
+    process's resident memory can be read), or 5 s past the time limit, the command exits 1
     at once, saying which."""
     stop = threading.Event()
+    # Held to end the process, and to finish the block: never both (a query that has just
+    # finished is not ended for what it was).
+    ending = threading.Lock()
     baseline = _resident_bytes()
     cap = None if baseline is None else baseline + HARD_MEMORY_FACTOR * settings.query_memory_bytes
     deadline = time.monotonic() + settings.query_seconds + HARD_SECONDS_GRACE
 
     def end(why: str) -> None:
-        errors.print(f"[bold red]query failed:[/] {why}; the command was ended", highlight=False)
-        sys.stderr.flush()
-        os._exit(EXIT_FAILED)
+        with ending:
+            if stop.is_set():
+                return
+            errors.print(
+                f"[bold red]query failed:[/] {why}; the command was ended", highlight=False
+            )
+            sys.stderr.flush()
+            os._exit(EXIT_FAILED)
 
     def watch() -> None:
         while not stop.wait(WATCH_EVERY_SECONDS):
@@ -85,7 +94,8 @@ def hard_limits(settings: Settings) -> Iterator[None]:
     try:
         yield
     finally:
-        stop.set()
+        with ending:
+            stop.set()
         watcher.join()
 
 
@@ -190,7 +200,9 @@ def query(
     except q.QueryRefused as exc:
         raise usage_error(_one_line(exc), label="refused") from exc
     except q.QueryError as exc:
-        errors.print(f"[bold red]query failed:[/] {escape(_one_line(exc))}", highlight=False)
+        errors.print(
+            f"[bold red]query failed:[/] {escape(visible(_one_line(exc)))}", highlight=False
+        )
         raise typer.Exit(EXIT_FAILED) from exc
     for index, result in enumerate(results):
         if result.truncated:

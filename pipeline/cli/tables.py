@@ -176,7 +176,7 @@ def print_table(
         # A Text is never highlighted: a str cell went through Rich's highlighter regexes,
         # whose time grows with the square of a long name (40k characters: 14 s).
         if isinstance(value, str):
-            return Text.from_markup(value) if markup else Text(visible(value))
+            return Text.from_markup(value, emoji=False) if markup else Text(visible(value))
         if visible(value.plain) != value.plain:
             return Text(visible(value.plain), style=value.style)
         return value

@@ -287,7 +287,12 @@ def part_problems(lake: Path) -> list[str]:
         list(found.broken.values())
         + [_orphan_problem(found, part, files) for part, files in found.orphans.items()]
         + [f"{path} belongs to no whole part" for path in found.strays]
-        + [f"{path} is not a readable Parquet file" for path in found.unreadable_scores]
+        + [
+            f"{path} is not a readable Parquet file: the next command that scores under its "
+            "rubric scores it again; one of a rubric no longer used can be removed (rescore-diff "
+            "then counts its runs as unscored)"
+            for path in found.unreadable_scores
+        ]
         + [f"{path} lacks {', '.join(missing)}" for path, missing in found.outdated_scores]
     )
 

@@ -112,7 +112,10 @@ class Build:
 @cache
 def fingerprint() -> str:
     """What a previous file must have been built with for this code to add to it."""
-    digest = hashlib.sha256(f"{LAYOUT} {STORAGE_VERSION}".encode())
+    import duckdb
+
+    # DuckDB's version too: how it writes a view's SQL back, which check compares, is its own.
+    digest = hashlib.sha256(f"{LAYOUT} {STORAGE_VERSION} {duckdb.__version__}".encode())
     for path in view_files():
         digest.update(path.relative_to(SQL_DIR).as_posix().encode() + path.read_bytes())
     for name, schema in staged_tables().items():
@@ -232,20 +235,25 @@ def _create(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
-    """The open file's tables, views and macros, (kind, name) -> definition, its case and
-    spacing evened out (a file in an older storage version writes DOUBLE as double)."""
+    """The open file's tables, views and macros, (kind, name) -> definition (its spacing
+    evened out)."""
     rows = con.execute(sql_text("queries/warehouse_catalog.sql")).fetchall()
-    return {(kind, name): " ".join(str(text).lower().split()) for kind, name, text in rows}
+    return {(kind, name): " ".join(str(text).split()) for kind, name, text in rows}
 
 
 @cache
 def built_catalog() -> dict[tuple[str, str], str]:
-    """The catalog this code's build creates, made once per process in memory."""
+    """The catalog this code's build creates: of the empty file every build starts from, in
+    the same storage version (which decides how DuckDB writes a view's SQL back)."""
+    import tempfile
+
     import duckdb
 
-    with duckdb.connect() as con:
-        _create(con)
-        return catalog(con)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / WAREHOUSE_NAME
+        _write_empty(path)
+        with duckdb.connect(str(path), read_only=True) as con:
+            return catalog(con)
 
 
 def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:

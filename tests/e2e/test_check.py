@@ -158,6 +158,7 @@ def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -
         con.execute("create or replace view by_agent as select 'someone else' as agent")
         con.execute("create or replace macro wilson_low(p, n) as 0.0")
         con.execute("drop view by_cwe")
+        con.execute("alter table _meta add column note varchar")
     code, found = violations(lake)
     assert code == 1
     remedy = (
@@ -166,6 +167,7 @@ def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -
     )
     assert found == [
         f"warehouse: macro wilson_low(p, n) is not defined as the pipeline defines it{remedy}",
+        f"warehouse: table _meta is not defined as the pipeline defines it{remedy}",
         f"warehouse: view by_agent is not defined as the pipeline defines it{remedy}",
         f"warehouse: view by_cwe is missing{remedy}",
     ]

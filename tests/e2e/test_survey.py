@@ -16,6 +16,7 @@ from pipeline.jobs.check import check_lake
 from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage import parts
+from tests.clirunner import pipeline
 from tests.strategies import task_record
 
 DEFAULT = parse_rubric({})
@@ -80,14 +81,26 @@ def test_a_damaged_old_rubrics_score_file_waits_for_check_and_a_rescore_under_it
     lake = nights(tmp_path, 2)
     jobs.score(lake, HALF)
     jobs.score(lake, DEFAULT)
-    half_file = sorted((lake / "scores" / lk.rubric_key(HALF.rubric_id)).rglob("*.parquet"))[0]
+    half_scores = lake / "scores" / lk.rubric_key(HALF.rubric_id) / "task_scores"
+    half_file = sorted(half_scores.glob("*.parquet"))[0]
     half_file.write_bytes(b"not parquet")
     # A command under the defaults neither reads nor mends it...
     assert jobs.score(lake).notes == []
     assert half_file.read_bytes() == b"not parquet"
     # ...check names it...
     violations = check_lake(lake).violations
-    assert any(f"{half_file} is not a readable Parquet file" in v for v in violations)
+    assert any(
+        f"{half_file} is not a readable Parquet file: the next command that scores under its "
+        "rubric scores it again" in v
+        for v in violations
+    )
+    # ...rescore-diff says which file to look for instead of a Polars error...
+    done = pipeline(
+        "rescore-diff", "--from", HALF.rubric_id, "--to", DEFAULT.rubric_id, "--lake", lake
+    )
+    assert done.returncode == 1
+    assert "a score file of half or" in done.stderr and "cannot be read" in done.stderr
+    assert f"`python -m pipeline check --lake {lake}` names it" in " ".join(done.stderr.split())
     # ...and scoring under its rubric again replaces it.
     jobs.score(lake, HALF)
     assert half_file.read_bytes().startswith(b"PAR1")

@@ -1,9 +1,16 @@
--- Every table, view and macro of the warehouse file, with the definition of each view and
--- macro: what check compares with what the pipeline's own build creates (the file opens in
--- any DuckDB, which runs its views' SQL: one planted or changed by hand would go unseen).
-select 'table' as kind, table_name as name, '' as definition
-from duckdb_tables()
-where not internal and database_name = current_database()
+-- Every table, view and macro of the warehouse file with its definition (a table's: its
+-- columns and their types): what check compares with what the pipeline's own build creates
+-- (the file opens in any DuckDB, which runs its views' SQL: one changed by hand would go
+-- unseen).
+select 'table' as kind, t.table_name as name,
+    string_agg(c.column_name || ' ' || c.data_type, ', ' order by c.column_index) as definition
+from duckdb_tables() as t
+join duckdb_columns() as c
+    on c.database_name = t.database_name
+    and c.schema_name = t.schema_name
+    and c.table_name = t.table_name
+where not t.internal and t.database_name = current_database()
+group by t.table_name
 union all
 select 'view', view_name, sql
 from duckdb_views()

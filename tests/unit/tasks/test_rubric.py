@@ -68,10 +68,6 @@ def test_rubric_id_is_given_or_a_content_hash() -> None:
         ({"task": {"exploit": {"gate": "nope"}}}, "task.exploit.gate = 'nope'"),
         ({"surface": {"tokens_per_tool_bad": 100.0}}, "surface.tokens_per_tool_bad"),
         ({"rubric_id": ""}, "rubric_id"),
-        # Printed by every later command: no escape sequence, bidi override or line break.
-        ({"rubric_id": "v2\x1b]0;title\x07"}, "expected printable characters only"),
-        ({"rubric_id": "v2\u202e"}, "expected printable characters only"),
-        ({"rubric_id": "v2\nv3"}, "expected printable characters only"),
     ],
 )
 def test_refused_with_the_key_named(document: dict[str, object], named: str) -> None:
@@ -145,3 +141,17 @@ def test_a_rubric_file_saved_with_a_bom_reads(tmp_path: Path) -> None:
     path = tmp_path / "r.toml"
     path.write_bytes(b"\xef\xbb\xbf" + b'rubric_id = "bom"\n[task]\npenalty_scale = 0.5\n')
     assert load_rubric(path).rubric_id == "bom"
+
+
+@pytest.mark.parametrize("rubric_id", ["v2\\u001b]0;title\\u0007", "v2\\u202e", "v2\\nv3"])
+def test_a_rubric_file_naming_an_unprintable_id_is_refused(tmp_path: Path, rubric_id: str) -> None:
+    # Printed by every later command: no escape sequence, bidi override or line break.
+    path = tmp_path / "r.toml"
+    path.write_text(f'rubric_id = "{rubric_id}"\n[task]\npenalty_scale = 0.5\n')
+    with pytest.raises(RubricError, match="expected printable characters only"):
+        load_rubric(path)
+
+
+def test_an_unprintable_id_a_lake_already_holds_still_parses() -> None:
+    # Lakes made before the file check keep working (their ids are shown escaped).
+    assert parse_rubric({"rubric_id": "v2\tnow"}).rubric_id == "v2\tnow"
