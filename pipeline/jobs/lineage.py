@@ -51,19 +51,23 @@ class RescoreDiff:
     ranking: pl.DataFrame
     surface_changes: pl.DataFrame = field(default_factory=lambda: _empty(SURFACE_CHANGE_SCHEMA))
     letter_distribution: pl.DataFrame = field(default_factory=lambda: _empty(LETTER_SCHEMA))
-    # Landed task runs and surface reports, and how many of them have no score under each
-    # rubric (landed after it was replaced, or its score files removed): left out above.
+    # Landed task runs, and servers (their latest report, what the surface tables compare),
+    # and how many have no score under each rubric (landed after it was replaced, or its
+    # score files removed): left out above.
     coverage: dict[str, int] = field(default_factory=dict)
 
     def unscored_notes(self) -> list[str]:
         """What the diff could not compare, one line per rubric and kind that lacks scores."""
         notes = []
-        for kind, total in (("task run", "task_runs"), ("surface report", "surface_runs")):
+        for kind, total in (
+            ("landed task run", "task_runs"),
+            ("server's latest report", "servers"),
+        ):
             for side, rubric in (("from", self.rubric_from), ("to", self.rubric_to)):
                 missing = self.coverage.get(f"{total}_unscored_{side}", 0)
                 if missing:
                     notes.append(
-                        f"{missing} of {self.coverage[total]} landed {kind}(s) have no score "
+                        f"{missing} of {self.coverage[total]} {kind}(s) have no score "
                         f"under {rubric} (landed after it was replaced, or its score files "
                         "removed): left out of the comparison"
                     )
@@ -238,7 +242,7 @@ def rescore_diff(
             surface_grade_changes(surface_runs, surface_before, surface_target),
             letter_distribution(surface_runs, surface_before, surface_target, order),
             _coverage(runs, before, target, "task_runs"),
-            _coverage(surface_runs, surface_before, surface_target, "surface_runs"),
+            _coverage(latest_versions(surface_runs), surface_before, surface_target, "servers"),
         ]
     )
     coverage = {**task_cover.row(0, named=True), **surface_cover.row(0, named=True)}

@@ -45,6 +45,9 @@ READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.
 EXPLAINING = {duckdb.StatementType.EXPLAIN}
 EXPLAIN_KEYWORDS = {"explain", "analyze", "analyse"}
+# Words that open a statement: "EXPLAIN (SELECT 1)" explains a query in brackets, where
+# "EXPLAIN (FORMAT JSON) SELECT 1" gives options.
+STATEMENT_OPENERS = {"select", "with", "from", "values", "table", "pivot", "unpivot", "("}
 DEFAULT_MAX_ROWS = 1000
 # The columns DuckDB answers EXPLAIN with.
 EXPLAIN_COLUMNS = ("explain_key", "explain_value")
@@ -84,15 +87,31 @@ def _statement_type_name(kind: object) -> str:
 
 
 def _explained(statement: duckdb.Statement) -> str:
-    """The text an EXPLAIN [ANALYZE] statement explains, found with DuckDB's tokenizer."""
+    """The text an EXPLAIN [ANALYZE] [(options)] statement explains, found with DuckDB's
+    tokenizer: comments are read past (one before EXPLAIN had been taken for the statement
+    it explains, and the check looped on it), and a word ends where the next token starts
+    (``EXPLAIN/*x*/SELECT``)."""
     text: str = statement.query
-    for offset, kind in duckdb.tokenize(text):
-        if kind == duckdb.token_type.comment:
-            continue  # a comment before EXPLAIN had been taken for what it explains
-        if kind != duckdb.token_type.keyword:
-            return text[offset:]
-        word = text[offset:].split(None, 1)[0].lower()
-        if word not in EXPLAIN_KEYWORDS:
+    every = duckdb.tokenize(text)
+    ends = [*(offset for offset, _ in every[1:]), len(text)]
+    # (offset, kind, word) of each token but comments, each word ending where the next
+    # token, a comment's included, starts.
+    tokens = [
+        (offset, kind, text[offset:end].strip().lower())
+        for (offset, kind), end in zip(every, ends, strict=True)
+        if kind != duckdb.token_type.comment
+    ]
+    depth = 0  # inside EXPLAIN's parenthesised options
+    options_taken = False
+    for index, (offset, kind, word) in enumerate(tokens):
+        following = tokens[index + 1][2] if index + 1 < len(tokens) else ""
+        if depth:
+            depth += {"(": 1, ")": -1}.get(word, 0)
+        elif kind == duckdb.token_type.keyword and word in EXPLAIN_KEYWORDS:
+            continue
+        elif word == "(" and not options_taken and following not in STATEMENT_OPENERS:
+            depth, options_taken = 1, True
+        else:
             return text[offset:]
     return ""
 
@@ -109,7 +128,10 @@ def check_read_only(sql: str) -> list[str]:
     for statement in statements:
         inner = statement
         while inner.type in EXPLAINING:
-            explained = duckdb.extract_statements(_explained(inner))
+            try:
+                explained = duckdb.extract_statements(_explained(inner))
+            except duckdb.Error:
+                explained = []
             # Each step must take an EXPLAIN off: one that did not had looped forever.
             if len(explained) != 1 or explained[0].query.strip() == inner.query.strip():
                 raise QueryRefused(f"cannot tell what this explains: {inner.query.strip()}")

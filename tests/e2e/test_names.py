@@ -274,6 +274,10 @@ def test_markup_in_names_is_printed_as_text_by_every_command(tmp_path: Path) -> 
         (["surface-diff", "--server", agent], new),
         (["score", "--dry-run", "--rubric", str(halved)], agent),
         (["score", "--rubric", str(halved)], "under rubric [/x] half"),
+        # With that id current: a line that names it had failed the commands below.
+        (["score", "--dry-run", "--rubric", "default"], "stays under rubric [/x] half"),
+        (["nightly", "--inbox", str(tmp_path)], "[/x] half"),
+        (["nightly", "--inbox", str(tmp_path)], "nothing to do"),
         (["query", "select agent, agent_version from task_runs limit 2"], agent),
     ]
     for command, expected in commands:
