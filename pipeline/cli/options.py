@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from pipeline.core.settings import SettingError, Settings, declared
+from pipeline.core.settings import MAXIMA, SettingError, Settings, declared
 from pipeline.core.visible import visible
 from pipeline.rubric import Rubric, RubricError, load_rubric
 from pipeline.storage.lake import is_lake, not_a_lake
@@ -47,11 +47,14 @@ LakeOption = Annotated[
 
 
 def _setting_option(name: str, help: str) -> Any:  # typer's OptionInfo
-    """The flag of the setting ``name``: its flag, variable and default as Settings declares
-    them (pipeline/core/settings.py), at least 1 as every setting is."""
+    """The flag of the setting ``name``: its flag, variable, default and range as Settings
+    declares them (pipeline/core/settings.py)."""
     setting = next(d for d in declared() if d.name == name)
     return typer.Option(
-        setting.flag, min=1, help=f"{help} (default ${setting.env} or {setting.default})."
+        setting.flag,
+        min=1,
+        max=MAXIMA[setting.unit],
+        help=f"{help} (default ${setting.env} or {setting.default}).",
     )
 
 

@@ -147,7 +147,7 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
             table.add_column(name, justify="right" if dtype.is_numeric() else "left")
         for row in shown.rows():
             table.add_row(*(Text(visible(value)) for value in row))
-        print_table(console, table, highlight=False)
+        print_table(console, table)
 
 
 def query(

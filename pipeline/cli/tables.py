@@ -34,7 +34,7 @@ RECORD_GAP = 2
 _NUMBER = re.compile(r"^[\[(]?[-+−]?\$?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?%?[\])]?[,;:]?$")
 
 
-def _plain(console: Console, cell: RenderableType) -> str | None:
+def _plain(cell: RenderableType) -> str | None:
     if isinstance(cell, Text):
         return cell.plain
     if isinstance(cell, str):
@@ -44,7 +44,7 @@ def _plain(console: Console, cell: RenderableType) -> str | None:
 
 def _widths(console: Console, cell: RenderableType) -> tuple[int, int]:
     """(narrowest width that keeps every number whole, width the cell would like)."""
-    text = _plain(console, cell)
+    text = _plain(cell)
     if text is None:
         measured = Measurement.get(console, console.options, cell)
         return measured.minimum, measured.maximum
@@ -77,7 +77,7 @@ def _share(needs: Sequence[int], wants: Sequence[int], spare: int) -> list[int]:
     return widths
 
 
-def _as_text(console: Console, cell: RenderableType) -> Text:
+def _as_text(cell: RenderableType) -> Text:
     if isinstance(cell, Text):
         return cell
     return Text(cell) if isinstance(cell, str) else Text(str(cell))
@@ -91,7 +91,7 @@ def _record(console: Console, names: Sequence[str], cells: Sequence[RenderableTy
     indent = " " * (name_width + RECORD_GAP)
     lines: list[Text] = []
     for name, cell in zip(names, cells, strict=True):
-        wrapped = list(_as_text(console, cell).wrap(console, value_width, overflow="fold"))
+        wrapped = list(_as_text(cell).wrap(console, value_width, overflow="fold"))
         if cell_len(name) > name_width:
             # A name longer than half the width gets a line of its own.
             lines.append(Text(name, style="bold"))
@@ -105,7 +105,7 @@ def _record(console: Console, names: Sequence[str], cells: Sequence[RenderableTy
 
 def _as_records(console: Console, table: Table) -> RenderableType:
     """One block per row: each column's name, then its value."""
-    names = [_plain(console, c.header) or "" for c in table.columns]
+    names = [_plain(c.header) or "" for c in table.columns]
     columns = [list(c.cells) for c in table.columns]
     parts: list[RenderableType] = [table.title] if table.title else []
     for row in range(table.row_count):
@@ -162,9 +162,7 @@ def fitted(console: Console, table: Table) -> RenderableType:
     return _as_records(console, table)
 
 
-def print_table(
-    console: Console, table: Table, *, highlight: bool | None = None, markup: bool = False
-) -> None:
+def print_table(console: Console, table: Table, *, markup: bool = False) -> None:
     """Print ``table`` whole at the console's width (see the module docstring). Its text
     (cells, headers, title and caption hold names from data) is shown as it is: control
     characters as escapes, and brackets as brackets, never read as Rich markup (a name
@@ -189,4 +187,4 @@ def print_table(
         column.header = cell(column.header)
     table.title = None if table.title is None else shown(table.title)
     table.caption = None if table.caption is None else shown(table.caption)
-    console.print(fitted(console, table), highlight=highlight)
+    console.print(fitted(console, table))

@@ -82,13 +82,22 @@ def _setting(
     return field(default=default, metadata=meta)
 
 
+def _in_range(value: int, spec: Field[Any]) -> bool:
+    return 1 <= value <= MAXIMA[spec.metadata["unit"]]
+
+
+def _refusal(name: str, value: object, spec: Field[Any]) -> str:
+    """A bad value as a refusal names it: the variable (or field) and what it takes."""
+    return f"{name}={value!r}: expected a whole number from 1 to {MAXIMA[spec.metadata['unit']]}"
+
+
 def _cores() -> int:
-    return os.cpu_count() or 1
+    return min(os.cpu_count() or 1, MAXIMA["threads"])
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every limit a command applies, each at least 1."""
+    """Every limit a command applies, each from 1 to its unit's largest (MAXIMA)."""
 
     max_record_bytes: int = _setting(
         MAX_RECORD_BYTES_ENV,
@@ -164,10 +173,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         bad = [
-            f"{f.name}={getattr(self, f.name)!r}: expected a whole number from 1 to "
-            f"{MAXIMA[f.metadata['unit']]}"
+            _refusal(f.name, getattr(self, f.name), f)
             for f in fields(self)
-            if not 1 <= getattr(self, f.name) <= MAXIMA[f.metadata["unit"]]
+            if not _in_range(getattr(self, f.name), f)
         ]
         if bad:
             raise SettingError("; ".join(bad))
@@ -182,13 +190,10 @@ class Settings:
             text = source.get(spec.metadata["env"], "").strip()
             if not text:
                 continue
-            most = MAXIMA[spec.metadata["unit"]]
-            if _WHOLE.fullmatch(text) and 1 <= int(text) <= most:
+            if _WHOLE.fullmatch(text) and _in_range(int(text), spec):
                 chosen[spec.name] = int(text)
             else:
-                bad.append(
-                    f"{spec.metadata['env']}={text!r}: expected a whole number from 1 to {most}"
-                )
+                bad.append(_refusal(spec.metadata["env"], text, spec))
         if bad:
             raise SettingError("; ".join(bad))
         return cls(**chosen)

@@ -18,7 +18,15 @@ _ESCAPES = {
     if code not in _KEPT
 } | {
     code: f"\\u{code:04x}"
-    for code in (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)
+    for code in (
+        0x061C,  # Arabic letter mark
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+        0x2028,
+        0x2029,
+    )
 }
 
 
@@ -27,8 +35,5 @@ def visible(text: str) -> str:
 
 
 def visible_expr(text: pl.Expr) -> pl.Expr:
-    """``visible`` over a column of text, for a frame shown whole (one pass per escaped
-    character, not per row)."""
-    for code, escape in _ESCAPES.items():
-        text = text.str.replace_all(chr(code), escape, literal=True)
-    return text
+    """``visible`` over a column of text, for a frame shown whole."""
+    return text.str.replace_many([chr(code) for code in _ESCAPES], list(_ESCAPES.values()))

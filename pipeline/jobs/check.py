@@ -205,10 +205,10 @@ def check_warehouse(lake: Path) -> list[str]:
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
     from pipeline.warehouse.build import (
-        OTHER_VERSION,
         built_by_this_version,
         foreign_objects,
         leftovers,
+        other_version,
         unheld,
     )
     from pipeline.warehouse.file import meta_value, read_if_usable
@@ -229,7 +229,7 @@ def check_warehouse(lake: Path) -> list[str]:
                 f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
             )
         if built_by_this_version(con) is False:
-            found.append(OTHER_VERSION.format(lake=lake))  # its views differ by design
+            found.append(other_version(lake))  # its views differ by design
             return found
         found.extend(
             f"{problem}: remove {path} and run {lk.command_on(lake, 'score')}, which builds it "
@@ -243,7 +243,7 @@ def check_warehouse(lake: Path) -> list[str]:
                     f"the warehouse does not show the lake as it is: {changes.load.height} "
                     f"lake file(s) not in it (e.g. {_first(changes.load)}), "
                     f"{changes.drop.height} it holds no longer in the lake; "
-                    f"`python -m pipeline score --lake {lake}` (or any command that writes) "
+                    f"{lk.command_on(lake, 'score')} (or any command that writes) "
                     "brings it up to date"
                 )
         listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()

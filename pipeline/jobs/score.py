@@ -55,9 +55,7 @@ def score_locked(
         version_regressions.warm()
     # Every file about to be read is hashed against its manifest first: a corrupt part is
     # removed whole (its inputs will be read again) instead of scored.
-    verified = check_and_repair(
-        lake, deep=parts, rubrics={rubric.rubric_id} | ({before.rubric_id} if before else set())
-    )
+    verified = check_and_repair(lake, deep=parts, rubrics=[rubric.rubric_id])
     parts = [part for part in parts if part not in verified.removed_parts]
     seconds: dict[str, float] = {}
     with lk.Transaction(lake) as tx:

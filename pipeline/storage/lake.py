@@ -142,6 +142,8 @@ def not_a_lake(path: Path, *, may_create: bool) -> str | None:
     if path.exists() and not path.is_dir():
         return f"--lake {path} is a file, not a lake folder"
     if not may_create:
+        if path.exists() and any(path.iterdir()):
+            return f"--lake {path} holds no lake ({LAKE_MARKER}) and other files: give a lake"
         what = "does not exist" if not path.exists() else f"holds no lake ({LAKE_MARKER})"
         # Not `run`: without an INPUT it lands the sample data, which a lake of real runs
         # must not hold.

@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 
 from pipeline.core.sql import sql_text
+from pipeline.storage import lake as lk
 from pipeline.warehouse import reading, warehouse_path
 
 NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
@@ -116,7 +117,9 @@ def fetch_diff(
 ) -> SurfaceDiff:
     """The two versions (default: the latest two) of ``server`` and what changed."""
     if not warehouse_path(lake).exists():
-        raise DiffUsageError(f"{lake} is not a lake (no warehouse.duckdb): run `pipeline run`")
+        raise DiffUsageError(
+            f"{lake} has no warehouse.duckdb: {lk.command_on(lake, 'score')} builds it"
+        )
     with reading(lake) as con:
         versions = _fetch(con, "surface_diff_versions", [server])["version_label"].to_list()
         chosen = _choose(server, versions, from_version, to_version)

@@ -101,7 +101,7 @@ def task_tables(
     )
     metadata = (
         checked_records.metadata.lazy()
-        .join(keys, on="row_nr")
+        .join(keys, on="row_nr", maintain_order="left")
         .select("row_nr", "run_id", "key", "value", "value_num", batch_id=batch)
     )
     names = ("task_runs", "task_components", "task_penalties", "run_metadata")

@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,10 +113,14 @@ class Build:
 @cache
 def fingerprint() -> str:
     """What a previous file must have been built with for this code to add to it."""
-    import duckdb
-
-    # DuckDB's version too: how it writes a view's SQL back, which check compares, is its own.
-    digest = hashlib.sha256(f"{LAYOUT} {STORAGE_VERSION} {duckdb.__version__}".encode())
+    digest = hashlib.sha256(f"{LAYOUT} {STORAGE_VERSION}".encode())
+    # DuckDB's build too: how it writes a view's SQL back, which check compares, is its own.
+    # Read from its package, not imported: a command that changes nothing imports no DuckDB.
+    duckdb = find_spec("duckdb")
+    for name in ("_build_info.py", "_version.py"):
+        found = Path(duckdb.origin).with_name(name) if duckdb and duckdb.origin else None
+        if found is not None and found.is_file():
+            digest.update(found.read_bytes())
     for path in view_files():
         digest.update(path.relative_to(SQL_DIR).as_posix().encode() + path.read_bytes())
     for name, schema in staged_tables().items():
@@ -123,13 +128,14 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
-# A file another version built keeps its views until a command that writes builds it again
-# (its fingerprint differs); `check`, `query` and the pipeline's own reads
-# (file.stale_reason) say so with this.
-OTHER_VERSION = (
-    "the warehouse was built by another version of the pipeline, whose views differ from this "
-    "one's: `python -m pipeline score --lake {lake}` (or any command that writes) builds it again"
-)
+def other_version(lake: Path) -> str:
+    """What `check`, `query` and the pipeline's own reads (file.stale_reason) say of a file
+    another version built: it keeps its views until a command that writes builds it again
+    (its fingerprint differs)."""
+    return (
+        "the warehouse was built by another version of the pipeline, whose views differ from "
+        f"this one's: {lk.command_on(lake, 'score')} (or any command that writes) builds it again"
+    )
 
 
 def built_by_this_version(con: duckdb.DuckDBPyConnection) -> bool | None:

@@ -183,10 +183,10 @@ def stale_reason(con: duckdb.DuckDBPyConnection, lake: Path) -> str | None:
     version of the pipeline built it (with the command that builds it again); else None."""
     import duckdb
 
-    from pipeline.warehouse.build import OTHER_VERSION, built_by_this_version
+    from pipeline.warehouse.build import built_by_this_version, other_version
 
     try:
-        return OTHER_VERSION.format(lake=lake) if built_by_this_version(con) is False else None
+        return other_version(lake) if built_by_this_version(con) is False else None
     except duckdb.Error:
         return None  # no record of its build: nothing better to say than DuckDB's error
 

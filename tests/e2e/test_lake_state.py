@@ -203,6 +203,9 @@ def test_a_lake_that_is_not_a_lake_is_exit_2_and_creates_nothing(
         # suggested, which would put the sample data into a lake of real runs.
         assert f"`python -m pipeline ingest FILE ... --lake {lake}`" in out
         assert "pipeline run" not in out
+    if kind == "plain_folder":
+        # Not advice to ingest there: ingest refuses a folder holding other things.
+        assert "holds no lake (_state/lake.json) and other files: give a lake" in out
 
 
 @pytest.mark.slow

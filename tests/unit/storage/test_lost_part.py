@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pipeline.storage.parts import _lost_part
+
+LAKE = Path("/data/my lake")
 
 MANIFEST = {
     "tables": {"task_runs": 3, "task_components": 12, "surface_runs": 1},
@@ -11,21 +15,21 @@ MANIFEST = {
 
 
 def test_files_no_nightly_holds_are_named_to_ingest_again() -> None:
-    assert _lost_part(MANIFEST, {"/inbox/other.jsonl"}) == (
+    assert _lost_part(LAKE, MANIFEST, {"/inbox/other.jsonl"}) == (
         "the part was removed whole (3 task_runs, 1 surface_runs); ingest again what it came "
-        "from to land its runs again (`python -m pipeline ingest FILE ...`): "
-        "/in/a.jsonl, /in/b.jsonl"
+        "from to land its runs again "
+        "(`python -m pipeline ingest FILE ... --lake '/data/my lake'`): /in/a.jsonl, /in/b.jsonl"
     )
 
 
 def test_files_the_nightly_ledger_held_are_read_again_by_the_next_nightly() -> None:
-    note = _lost_part(MANIFEST, {"/in/a.jsonl", "/in/b.jsonl"})
+    note = _lost_part(LAKE, MANIFEST, {"/in/a.jsonl", "/in/b.jsonl"})
     assert note.endswith("the next nightly reads its inbox files again: /in/a.jsonl, /in/b.jsonl")
     # One file the nightly does not hold: ingesting again is what lands everything.
-    assert "ingest again" in _lost_part(MANIFEST, {"/in/a.jsonl"})
+    assert "ingest again" in _lost_part(LAKE, MANIFEST, {"/in/a.jsonl"})
 
 
 def test_a_part_without_a_manifest_says_its_sources_are_not_known() -> None:
-    assert _lost_part(None, set()) == (
+    assert _lost_part(LAKE, None, set()) == (
         "the part was removed whole; which input files it came from is not known"
     )
