@@ -17,7 +17,8 @@ as data, one line each:
 - warehouse: the file opens, was built under the current rubric by this version of
   the pipeline (its views and tables), holds exactly the lake files a build would load
   now (a command killed between the lake's commit and the warehouse's leaves it behind),
-  and every view answers.
+  has the pipeline's tables, views and macros as its build defines them, and every view
+  answers (is planned: the tables, columns and macros it reads are there).
 """
 
 from __future__ import annotations
@@ -248,14 +249,17 @@ def check_warehouse(lake: Path) -> list[str]:
                 )
         listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()
         names = [name for (name,) in listed]
-        counts = [f"select count(*) from {quoted(name)}" for name in names]  # noqa: S608
+        # Each view planned, not run: its tables, columns and macros must be there. Counting
+        # every row had run every view, 3.6 s at 1M runs (failure_reasons alone 0.8 s), and
+        # grew with the lake on every night's closing check.
+        plans = [f"(select 1 from {quoted(name)} limit 0)" for name in names]  # noqa: S608
         try:
             # One statement: a quarter less planning than a statement per view.
-            con.execute(" union all ".join(counts)).fetchall()
+            con.execute(" union all ".join(plans)).fetchall()
         except duckdb.Error:
-            for name, count in zip(names, counts, strict=True):
+            for name, plan in zip(names, plans, strict=True):
                 try:
-                    con.execute(count).fetchall()
+                    con.execute(plan).fetchall()
                 except duckdb.Error as exc:
                     found.append(f"view {name} does not answer: {exc}")
         return found

@@ -176,8 +176,8 @@ def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -
     assert violations(lake) == (0, [])
 
 
-def test_views_an_analyst_added_are_counted_whatever_their_names(lake: Path) -> None:
-    """The check counts every view of the file, names from its catalog quoted as identifiers:
+def test_views_an_analyst_added_are_planned_whatever_their_names(lake: Path) -> None:
+    """The check plans every view of the file, names from its catalog quoted as identifiers:
     a name with a double quote in it is read as that view, not as broken SQL."""
     import duckdb
 
