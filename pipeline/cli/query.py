@@ -176,7 +176,8 @@ def query(
         ),
     ] = None,
 ) -> None:
-    """Read the warehouse views; a statement that would write is refused (exit 2)."""
+    """Read the warehouse views; a statement that would write is refused (exit 2). SQL that
+    starts with a -- comment goes after a lone --, which ends the options."""
     chosen = _query_format(output, as_json, as_csv)
     settings = settings_or_exit()
     lake_or_exit(lake)

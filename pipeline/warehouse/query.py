@@ -37,6 +37,7 @@ from pipeline.core.settings import (
     Settings,
     current_settings,
 )
+from pipeline.core.sql import quoted
 from pipeline.core.visible import visible, visible_expr
 from pipeline.storage.lake import command_on
 from pipeline.warehouse.file import WarehouseError, stale_reason, warehouse_path
@@ -82,8 +83,17 @@ class Result:
     truncated: bool = False
 
 
-def _statement_type_name(kind: object) -> str:
-    return str(kind).rsplit(".", 1)[-1]
+def _statement_name(statement: duckdb.Statement) -> str:
+    """How a refusal names a statement: its type, but INSTALL by its own word (DuckDB files
+    it as a LOAD, and "LOAD is not a read-only statement" puzzled who typed INSTALL)."""
+    name = str(statement.type).rsplit(".", 1)[-1]
+    text: str = statement.query
+    words = [
+        text[offset:].split(None, 1)[0]
+        for offset, kind in duckdb.tokenize(text)
+        if kind != duckdb.token_type.comment
+    ]
+    return words[0].upper() if name == "LOAD" and words else name
 
 
 def _explained(statement: duckdb.Statement) -> str:
@@ -145,7 +155,7 @@ def check_read_only(sql: str) -> list[str]:
             )
         if inner.type not in READING:
             raise QueryRefused(
-                f"{_statement_type_name(inner.type)} is not a read-only statement "
+                f"{_statement_name(inner)} is not a read-only statement "
                 f"({inner.query.strip()[:80]}); the warehouse is for reading, "
                 "only SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
             )
@@ -180,6 +190,22 @@ def connect_confined(lake: Path, limits: QueryLimits | None = None) -> duckdb.Du
     return duckdb.connect(str(path), read_only=True, config={**config, **CONFINED})
 
 
+def _as_text_variants(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """``relation`` with its VARIANT columns as text: Arrow hands them over as an extension
+    type no frame can show (`select * from duckdb_settings()` had failed)."""
+    types = [str(kind) for kind in relation.types]
+    if "VARIANT" not in types:
+        return relation
+    return relation.project(
+        ", ".join(
+            f"cast({quoted(name)} as varchar) as {quoted(name)}"
+            if kind == "VARIANT"
+            else quoted(name)
+            for name, kind in zip(relation.columns, types, strict=True)
+        )
+    )
+
+
 def _fetch(relation: duckdb.DuckDBPyRelation, max_rows: int) -> tuple[pl.DataFrame, bool]:
     """At most ``max_rows`` rows, streamed in batches; whether there were more."""
     reader = relation.to_arrow_reader(STREAM_BATCH_ROWS)
@@ -212,7 +238,7 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
             if relation is None:
                 yield Result(statement=text.strip(), frame=pl.DataFrame())
                 continue
-            frame, truncated = _fetch(relation, chosen.max_rows)
+            frame, truncated = _fetch(_as_text_variants(relation), chosen.max_rows)
             yield Result(statement=text.strip(), frame=frame, truncated=truncated)
     except duckdb.InterruptException as exc:
         raise QueryTimeout(
