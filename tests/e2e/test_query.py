@@ -177,14 +177,15 @@ def test_a_query_past_its_memory_writes_nothing_beside_the_warehouse(
 
 def test_install_is_refused_by_its_own_name() -> None:
     # DuckDB files INSTALL as a LOAD: "LOAD is not a read-only statement" puzzled its writer.
-    with pytest.raises(QueryRefused, match="^INSTALL is not a read-only statement"):
+    with pytest.raises(QueryRefused, match=r"^INSTALL is not a read-only statement"):
         check_read_only("/* x */ install httpfs")
 
 
 def test_a_variant_column_is_shown_as_text(lake: Path) -> None:
     # Arrow hands DuckDB's VARIANT over as an extension type: `select * from duckdb_settings()`
     # had failed converting it.
-    code, out, err = invoke(lake, "select * from duckdb_settings() where name = 'threads'", "--json")
+    sql = "select * from duckdb_settings() where name = 'threads'"
+    code, out, err = invoke(lake, sql, "--json")
     assert code == 0, err
     (row,) = json.loads(out)
     assert row["typed_value"] == row["value"]
