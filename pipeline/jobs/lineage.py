@@ -60,16 +60,16 @@ class RescoreDiff:
         """What the diff could not compare, one line per rubric and kind that lacks scores."""
         notes = []
         for kind, total in (
-            ("landed task run", "task_runs"),
-            ("server's latest report", "servers"),
+            ("landed task run(s) have", "task_runs"),
+            ("server(s) have a latest report with", "servers"),
         ):
             for side, rubric in (("from", self.rubric_from), ("to", self.rubric_to)):
                 missing = self.coverage.get(f"{total}_unscored_{side}", 0)
                 if missing:
                     notes.append(
-                        f"{missing} of {self.coverage[total]} {kind}(s) have no score "
-                        f"under {rubric} (landed after it was replaced, or its score files "
-                        "removed): left out of the comparison"
+                        f"{missing} of {self.coverage[total]} {kind} no score under {rubric} "
+                        "(landed after it was replaced, or its score files removed): left out "
+                        "of the comparison"
                     )
         return notes
 

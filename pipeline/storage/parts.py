@@ -109,6 +109,15 @@ def _rows(path: Path) -> int | None:
     return rows
 
 
+def _decodes(path: Path) -> bool:
+    """Whether every page of a Parquet file decodes (its values read and dropped)."""
+    try:
+        lk.scan_file(path).collect(engine="streaming")
+    except UNREADABLE:
+        return False
+    return True
+
+
 def _missing_columns(path: Path) -> list[str]:
     """Columns the score table's model has and the file lacks (none for an unknown table)."""
     model = SCORED.get(path.parent.name)
@@ -262,7 +271,11 @@ def survey(
             kept.append(path)
 
     def readable(path: Path) -> tuple[bool, list[str]]:
-        return _rows(path) is not None, _missing_columns(path)
+        # Score files have no recorded hash: a deep survey (check) decodes them whole, which
+        # finds a damaged page its footer does not show (a rescore-diff had failed on one
+        # that check passed).
+        whole = deep is True or (not isinstance(deep, bool) and path.stem in deep)
+        return (_decodes(path) if whole else _rows(path) is not None), _missing_columns(path)
 
     with ThreadPoolExecutor() as pool:
         for path, (ok, missing) in zip(kept, pool.map(readable, kept), strict=True):
@@ -290,9 +303,9 @@ def part_problems(lake: Path) -> list[str]:
         + [_orphan_problem(found, part, files) for part, files in found.orphans.items()]
         + [f"{path} belongs to no whole part" for path in found.strays]
         + [
-            f"{path} is not a readable Parquet file: the next command that scores under its "
-            "rubric scores it again; one of a rubric no longer used can be removed (rescore-diff "
-            "then counts its runs as unscored)"
+            f"{path} is not a readable Parquet file: {lk.command_on(lake, 'score')} (with "
+            "--rubric FILE for another rubric than the lake's) scores it again; one of a rubric "
+            "no longer used can be removed (rescore-diff then counts its runs as unscored)"
             for path in found.unreadable_scores
         ]
         + [f"{path} lacks {', '.join(missing)}" for path, missing in found.outdated_scores]

@@ -90,10 +90,10 @@ def test_a_damaged_old_rubrics_score_file_waits_for_check_and_a_rescore_under_it
     # ...check names it...
     violations = check_lake(lake).violations
     assert any(
-        f"{half_file} is not a readable Parquet file: the next command that scores under its "
-        "rubric scores it again" in v
+        f"{half_file} is not a readable Parquet file: `python -m pipeline score --lake {lake}` "
+        "(with --rubric FILE for another rubric than the lake's) scores it again" in v
         for v in violations
-    )
+    ), violations
     # ...rescore-diff says which file to look for instead of a Polars error...
     done = pipeline(
         "rescore-diff", "--from", HALF.rubric_id, "--to", DEFAULT.rubric_id, "--lake", lake
@@ -104,4 +104,26 @@ def test_a_damaged_old_rubrics_score_file_waits_for_check_and_a_rescore_under_it
     # ...and scoring under its rubric again replaces it.
     jobs.score(lake, HALF)
     assert half_file.read_bytes().startswith(b"PAR1")
+    assert check_lake(lake).violations == []
+
+
+@pytest.mark.slow
+def test_a_damaged_page_of_a_score_file_is_found_by_check_and_mended_by_score(
+    tmp_path: Path,
+) -> None:
+    """Score files have no recorded hash; their footers read fine with a page damaged, so
+    check passed while rescore-diff and a nightly failed on the file."""
+    lake = nights(tmp_path, 2)
+    scores = lake / "scores" / lk.rubric_key(DEFAULT.rubric_id) / "task_scores"
+    damaged = sorted(scores.glob("*.parquet"))[0]
+    data = bytearray(damaged.read_bytes())
+    data[40:48] = b"\xff" * 8  # inside the first column's pages, far from the footer
+    damaged.write_bytes(bytes(data))
+    assert parts._rows(damaged) is not None  # the footer still reads
+    violations = check_lake(lake).violations
+    assert any(
+        f"{damaged} is not a readable Parquet file: `python -m pipeline score --lake {lake}`" in v
+        for v in violations
+    ), violations
+    jobs.score(lake)
     assert check_lake(lake).violations == []
