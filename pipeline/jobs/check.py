@@ -59,7 +59,10 @@ def _landed(lake: Path, table: str, columns: list[str]) -> pl.DataFrame:
 
 
 def check_parts(lake: Path) -> list[str]:
-    problems = part_problems(lake)
+    from pipeline.storage.rubrics import current_rubric
+
+    current = current_rubric(lake)
+    problems = part_problems(lake, None if current is None else current.rubric_id)
     return problems + [
         f"an interrupted run left {stage}; the next run, score or nightly finishes or discards it"
         for stage in LakeStore(lake).leftover_stages()

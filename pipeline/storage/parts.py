@@ -212,11 +212,14 @@ def survey(
     deep: Collection[str] | bool = False,
     hashed: Collection[str] = (),
     rubrics: Collection[str] | None = None,
+    decoded: Collection[str] | None = None,
 ) -> Survey:
     """What is wrong with the parts; ``deep`` (all, or these parts) hashes every file, and
     every part's files of the ``hashed`` tables are hashed too. Score files are read only
     under the ``rubrics`` given (None, or ``deep`` True: every rubric's): a command reads
-    the scores of the rubric it works under, and a rubric it goes back to is scored anew."""
+    the scores of the rubric it works under, and a rubric it goes back to is scored anew.
+    A deep survey decodes score files whole, under the ``decoded`` rubrics only when given
+    (the others' footers are read): decoding every rubric's grew with the rubrics used."""
     directory = lake / MANIFESTS
     manifests: dict[str, dict[str, Any]] = {}
     unreadable: dict[str, str] = {}
@@ -270,11 +273,14 @@ def survey(
         elif read is None or path.parent.parent.name in read:
             kept.append(path)
 
+    decoded_keys = None if decoded is None else {lk.rubric_key(r) for r in decoded}
+
     def readable(path: Path) -> tuple[bool, list[str]]:
         # Score files have no recorded hash: a deep survey (check) decodes them whole, which
         # finds a damaged page its footer does not show (a rescore-diff had failed on one
         # that check passed).
-        whole = deep is True or (not isinstance(deep, bool) and path.stem in deep)
+        chosen = decoded_keys is None or path.parent.parent.name in decoded_keys
+        whole = (deep is True and chosen) or (not isinstance(deep, bool) and path.stem in deep)
         return (_decodes(path) if whole else _rows(path) is not None), _missing_columns(path)
 
     with ThreadPoolExecutor() as pool:
@@ -294,10 +300,11 @@ def _orphan_problem(found: Survey, part: str, files: list[Path]) -> str:
     return f"part {part} has no manifest ({len(files)} files)"
 
 
-def part_problems(lake: Path) -> list[str]:
+def part_problems(lake: Path, current: str | None = None) -> list[str]:
     """Every problem ``check_and_repair`` would mend, as lines, changing nothing; every
-    landed file is hashed against its manifest."""
-    found = survey(lake, deep=True)
+    landed file is hashed against its manifest, and the score files of the ``current``
+    rubric (None: of every rubric) are decoded whole."""
+    found = survey(lake, deep=True, decoded=None if current is None else [current])
     return (
         list(found.broken.values())
         + [_orphan_problem(found, part, files) for part, files in found.orphans.items()]
