@@ -54,3 +54,15 @@ def killed_at(lake: Path, crash_at: int) -> Iterator[Kill]:
     if kill.fired:
         shutil.rmtree(lake, ignore_errors=True)
         os.rename(taken, lake)
+
+
+def damage_first_page(path: Path) -> None:
+    """Overwrite the header of the first page of a Parquet file's first column, so that
+    decoding it fails while its footer still reads (a score file has no recorded hash)."""
+    import pyarrow.parquet as pq
+
+    column = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start : start + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))

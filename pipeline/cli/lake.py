@@ -152,12 +152,15 @@ def nightly(
 
 def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:
     """Verify the lake's invariants: exit 0 when all hold, 1 listing each violation."""
+    settings = settings_or_exit()  # DuckDB's limits apply to check's reads too
     lake_or_exit(lake)
     import json
 
+    from pipeline.core.settings import use_settings
     from pipeline.jobs.check import check_lake
 
-    report = check_lake(lake)
+    with use_settings(settings):
+        report = check_lake(lake)
     if as_json:
         document = {
             "lake": report.lake,

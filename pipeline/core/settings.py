@@ -26,7 +26,8 @@ GIB = 1024**3
 # Variables that are not settings (see the module's docstring).
 CRASH_AT_ENV = "PIPELINE_CRASH_AT"
 TEST_HOOKS = (CRASH_AT_ENV,)
-_WHOLE = re.compile(r"[0-9]+")
+# Whole numbers of at most 20 digits: past 4300 digits int() itself refuses, uncaught.
+_WHOLE = re.compile(r"[0-9]{1,20}")
 # The variables: messages name them (set_by: "set by --max-depth or PIPELINE_MAX_DEPTH"),
 # tests set them.
 MAX_RECORD_BYTES_ENV = "PIPELINE_MAX_RECORD_BYTES"

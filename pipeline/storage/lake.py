@@ -465,8 +465,8 @@ def _holds(target: Path, frame: pl.DataFrame) -> bool:
 
     try:
         held = scan_file(target).collect()
-    except (OSError, pl.exceptions.PolarsError):
-        return False
+    except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException):
+        return False  # a damaged page can make Polars panic: rewritten
     return held.schema == frame.schema and _float_bits(held).equals(
         _float_bits(frame), null_equal=True
     )

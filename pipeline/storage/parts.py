@@ -97,7 +97,8 @@ def read_manifest(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 # What reading a damaged or missing file raises. Footers are read by Polars, not pyarrow:
 # every command reads them here, and pyarrow (with numpy) would add ~0.06 s to its start.
-UNREADABLE = (OSError, pl.exceptions.PolarsError)
+# A damaged page can make Polars panic (a BaseException) instead of raising its error.
+UNREADABLE = (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException)
 
 
 def _rows(path: Path) -> int | None:
@@ -279,8 +280,9 @@ def survey(
         # Score files have no recorded hash: a deep survey (check) decodes them whole, which
         # finds a damaged page its footer does not show (a rescore-diff had failed on one
         # that check passed).
-        chosen = decoded_keys is None or path.parent.parent.name in decoded_keys
-        whole = (deep is True and chosen) or (not isinstance(deep, bool) and path.stem in deep)
+        # A rescore (deep: the parts it scores) decodes each file it may keep anyway, in
+        # Transaction.write's comparison, and writes a damaged one again.
+        whole = deep is True and (decoded_keys is None or path.parent.parent.name in decoded_keys)
         return (_decodes(path) if whole else _rows(path) is not None), _missing_columns(path)
 
     with ThreadPoolExecutor() as pool:
@@ -310,9 +312,10 @@ def part_problems(lake: Path, current: str | None = None) -> list[str]:
         + [_orphan_problem(found, part, files) for part, files in found.orphans.items()]
         + [f"{path} belongs to no whole part" for path in found.strays]
         + [
-            f"{path} is not a readable Parquet file: {lk.command_on(lake, 'score')} (with "
-            "--rubric FILE for another rubric than the lake's) scores it again; one of a rubric "
-            "no longer used can be removed (rescore-diff then counts its runs as unscored)"
+            f"{path} is not a readable Parquet file: {lk.command_on(lake, 'score')} scores it "
+            "again (for another rubric than the lake's, --rubric FILE, which makes that rubric "
+            "the lake's and rescores every run); one of a rubric no longer used can be removed "
+            "(rescore-diff then counts its runs as unscored)"
             for path in found.unreadable_scores
         ]
         + [f"{path} lacks {', '.join(missing)}" for path, missing in found.outdated_scores]

@@ -83,17 +83,28 @@ class Result:
     truncated: bool = False
 
 
-def _statement_name(statement: duckdb.Statement) -> str:
-    """How a refusal names a statement: its type, but INSTALL by its own word (DuckDB files
-    it as a LOAD, and "LOAD is not a read-only statement" puzzled who typed INSTALL)."""
-    name = str(statement.type).rsplit(".", 1)[-1]
+def _kind(statement: duckdb.Statement) -> duckdb.StatementType | None:
+    """The statement's type; None for one the Python module has no name for (UPDATE
+    EXTENSIONS had failed the check with a ValueError): not one that only reads."""
+    try:
+        return statement.type
+    except ValueError:
+        return None
+
+
+def _statement_name(statement: duckdb.Statement, kind: duckdb.StatementType | None) -> str:
+    """How a refusal names a statement: its type, but by its own first word where the type
+    says less (INSTALL is filed as LOAD, which puzzled who typed INSTALL; an unnamed type)."""
     text: str = statement.query
+    tokens = duckdb.tokenize(text)
+    ends = [*(offset for offset, _ in tokens[1:]), len(text)]
     words = [
-        text[offset:].split(None, 1)[0]
-        for offset, kind in duckdb.tokenize(text)
-        if kind != duckdb.token_type.comment
+        text[offset:end].strip().upper()
+        for (offset, token), end in zip(tokens, ends, strict=True)
+        if token != duckdb.token_type.comment and text[offset:end].strip().upper() != "FORCE"
     ]
-    return words[0].upper() if name == "LOAD" and words else name
+    name = str(kind).rsplit(".", 1)[-1] if kind is not None else "LOAD"
+    return words[0] if name == "LOAD" and words else name
 
 
 def _explained(statement: duckdb.Statement) -> str:
@@ -137,7 +148,7 @@ def check_read_only(sql: str) -> list[str]:
     texts: list[str] = []
     for statement in statements:
         inner = statement
-        while inner.type in EXPLAINING:
+        while _kind(inner) in EXPLAINING:
             try:
                 explained = duckdb.extract_statements(_explained(inner))
             except duckdb.Error:
@@ -146,16 +157,17 @@ def check_read_only(sql: str) -> list[str]:
             if len(explained) != 1 or explained[0].query.strip() == inner.query.strip():
                 raise QueryRefused(f"cannot tell what this explains: {inner.query.strip()}")
             inner = explained[0]
-        if inner.type == duckdb.StatementType.MULTI:
+        kind = _kind(inner)
+        if kind == duckdb.StatementType.MULTI:
             # DuckDB's PIVOT without IN first creates an ENUM type of the values it finds.
             raise QueryRefused(
                 f"this statement writes before it reads ({inner.query.strip()[:80]}): a PIVOT "
                 "without IN creates a type first; name the values instead, "
                 "PIVOT ... ON column IN ('a', 'b') USING ..."
             )
-        if inner.type not in READING:
+        if kind not in READING:
             raise QueryRefused(
-                f"{_statement_name(inner)} is not a read-only statement "
+                f"{_statement_name(inner, kind)} is not a read-only statement "
                 f"({inner.query.strip()[:80]}); the warehouse is for reading, "
                 "only SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
             )
@@ -191,15 +203,15 @@ def connect_confined(lake: Path, limits: QueryLimits | None = None) -> duckdb.Du
 
 
 def _as_text_variants(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    """``relation`` with its VARIANT columns as text: Arrow hands them over as an extension
-    type no frame can show (`select * from duckdb_settings()` had failed)."""
+    """``relation`` with its columns that hold VARIANTs as text: Arrow hands them over as an
+    extension type no frame can show (`select * from duckdb_settings()` had failed)."""
     types = [str(kind) for kind in relation.types]
-    if "VARIANT" not in types:
+    if not any("VARIANT" in kind for kind in types):
         return relation
     return relation.project(
         ", ".join(
             f"cast({quoted(name)} as varchar) as {quoted(name)}"
-            if kind == "VARIANT"
+            if "VARIANT" in kind  # also inside a list, struct or map
             else quoted(name)
             for name, kind in zip(relation.columns, types, strict=True)
         )

@@ -149,6 +149,31 @@ def test_a_dead_builds_copy_of_the_warehouse_is_named_until_a_write_removes_it(
 
 
 @pytest.mark.slow
+def test_a_damaged_block_of_the_warehouse_is_named(lake: Path) -> None:
+    """Planning the views reads no block: a block whose checksum fails had passed check.
+    Damage is tried at offsets through the file until one lands in a table's data (others
+    fall in free space, or in the catalog, where the file does not open at all)."""
+    from pipeline.jobs.check import check_warehouse
+
+    path = lake / "warehouse.duckdb"
+    whole = path.read_bytes()
+    named: list[str] = []
+    for offset in range(3 * 4096, len(whole) - 64, 64 * 1024):
+        damaged = bytearray(whole)
+        damaged[offset : offset + 64] = b"\xaa" * 64
+        path.write_bytes(bytes(damaged))
+        named = [v for v in check_warehouse(lake) if v.startswith("table ")]
+        if named:
+            break
+    assert named, "no offset landed in a table's data"
+    assert "cannot be read" in named[0]
+    assert named[0].endswith(
+        f"remove {path} and run `python -m pipeline score --lake {lake}`, which builds it "
+        "from nothing"
+    )
+
+
+@pytest.mark.slow
 def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -> None:
     """An incremental build copies the file, so a by_agent redefined by hand would have shown
     other numbers for good, with check passing."""

@@ -17,6 +17,7 @@ from pipeline.rubric import parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage import parts
 from tests.clirunner import pipeline
+from tests.crash import damage_first_page
 from tests.strategies import task_record
 
 DEFAULT = parse_rubric({})
@@ -91,7 +92,7 @@ def test_a_damaged_old_rubrics_score_file_waits_for_check_and_a_rescore_under_it
     violations = check_lake(lake).violations
     assert any(
         f"{half_file} is not a readable Parquet file: `python -m pipeline score --lake {lake}` "
-        "(with --rubric FILE for another rubric than the lake's) scores it again" in v
+        "scores it again (for another rubric than the lake's, --rubric FILE" in v
         for v in violations
     ), violations
     # ...rescore-diff says which file to look for instead of a Polars error...
@@ -116,9 +117,7 @@ def test_a_damaged_page_of_a_score_file_is_found_by_check_and_mended_by_score(
     lake = nights(tmp_path, 2)
     scores = lake / "scores" / lk.rubric_key(DEFAULT.rubric_id) / "task_scores"
     damaged = sorted(scores.glob("*.parquet"))[0]
-    data = bytearray(damaged.read_bytes())
-    data[40:48] = b"\xff" * 8  # inside the first column's pages, far from the footer
-    damaged.write_bytes(bytes(data))
+    damage_first_page(damaged)
     assert parts._rows(damaged) is not None  # the footer still reads
     violations = check_lake(lake).violations
     assert any(

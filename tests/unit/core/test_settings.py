@@ -68,7 +68,7 @@ def test_the_environment_is_read_when_none_is_given(monkeypatch: pytest.MonkeyPa
     assert Settings.from_env().max_record_bytes == 4096
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "lots", "1.5", "1e3", "²", "0x10"])
+@pytest.mark.parametrize("value", ["0", "-5", "lots", "1.5", "1e3", "²", "0x10", "9" * 5000])
 def test_a_bad_value_is_refused_naming_the_variable_and_the_value(value: str) -> None:
     with pytest.raises(SettingError) as refused:
         Settings.from_env({MAX_DEPTH_ENV: value})
@@ -134,7 +134,8 @@ def test_duckdb_connections_take_the_command_s_memory_and_threads() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [("run", "--lake", "{lake}"), ("ingest", "x.jsonl"), ("query", "select 1")]
+    "args",
+    [("run", "--lake", "{lake}"), ("ingest", "x.jsonl"), ("query", "select 1"), ("check",)],
 )
 def test_a_bad_setting_exits_2_on_one_line_before_any_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]

@@ -31,3 +31,20 @@ def test_a_cut_file_is_refused_and_leaves_nothing(
     assert err.value.errno == errno.ENOSPC
     assert "is the disk full?" in str(err.value)
     assert list((tmp_path / "t").iterdir()) == []
+
+
+def test_a_file_whose_decoding_panics_is_unreadable_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A damaged page can make Polars panic (a BaseException): check had died on it.
+    from pipeline.storage import parts
+
+    class Panicking:
+        def collect(self, **_: object) -> None:
+            raise pl.exceptions.PanicException("assertion failed: num_values <= values.len()")
+
+    monkeypatch.setattr(lk, "scan_file", lambda path: Panicking())
+    damaged = tmp_path / "x.parquet"
+    damaged.write_bytes(b"PAR1 damaged PAR1")
+    assert parts._decodes(damaged) is False
+    assert lk._holds(damaged, pl.DataFrame()) is False
