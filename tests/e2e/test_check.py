@@ -149,6 +149,23 @@ def test_a_dead_builds_copy_of_the_warehouse_is_named_until_a_write_removes_it(
 
 
 @pytest.mark.slow
+def test_a_broken_current_rubric_does_not_hide_a_damaged_part(lake: Path) -> None:
+    # check's parts step reads the current rubric to choose which score files to decode; a
+    # hand-edited rubric had turned the whole step into one "could not be checked".
+    state = lake / "_state" / "current_rubric.json"
+    document = json.loads(state.read_text())
+    document["resolved"]["task"] = "bogus"
+    state.write_text(json.dumps(document))
+    landed = sorted((lake / "task_runs").glob("*.parquet"))[0]
+    data = bytearray(landed.read_bytes())
+    data[100:108] = b"\x00" * 8
+    landed.write_bytes(bytes(data))
+    code, found = violations(lake)
+    assert code == 1
+    assert any(v.startswith("parts: part ") and "SHA-256" in v for v in found), found
+
+
+@pytest.mark.slow
 def test_a_damaged_block_of_the_warehouse_is_named(lake: Path) -> None:
     """Planning the views reads no block: a block whose checksum fails had passed check.
     Damage is tried at offsets through the file until one lands in a table's data (others

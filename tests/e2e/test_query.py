@@ -181,6 +181,18 @@ def test_install_is_refused_by_its_own_name() -> None:
         check_read_only("/* x */ install httpfs")
 
 
+def test_a_statement_the_python_module_cannot_name_is_refused() -> None:
+    # Its StatementType is unknown to the Python module: a ValueError had failed the check.
+    with pytest.raises(QueryRefused, match=r"^UPDATE is not a read-only statement"):
+        check_read_only("update extensions")
+
+
+def test_a_variant_inside_a_list_is_shown_as_text(lake: Path) -> None:
+    code, out, err = invoke(lake, "select [1::variant, 'a'::variant] as l", "--json")
+    assert code == 0, err
+    assert json.loads(out) == [{"l": "[1, a]"}]
+
+
 def test_a_variant_column_is_shown_as_text(lake: Path) -> None:
     # Arrow hands DuckDB's VARIANT over as an extension type: `select * from duckdb_settings()`
     # had failed converting it.
