@@ -48,7 +48,10 @@ EXPLAINING = {duckdb.StatementType.EXPLAIN}
 EXPLAIN_KEYWORDS = {"explain", "analyze", "analyse"}
 # Words that open a statement: "EXPLAIN (SELECT 1)" explains a query in brackets, where
 # "EXPLAIN (FORMAT JSON) SELECT 1" gives options.
-STATEMENT_OPENERS = {"select", "with", "from", "values", "table", "pivot", "unpivot", "("}
+STATEMENT_OPENERS = {
+    *("select", "with", "from", "values", "table", "pivot", "unpivot", "("),
+    *("describe", "show", "summarize"),
+}
 DEFAULT_MAX_ROWS = 1000
 # The columns DuckDB answers EXPLAIN with.
 EXPLAIN_COLUMNS = ("explain_key", "explain_value")
@@ -137,6 +140,18 @@ def _explained(statement: duckdb.Statement) -> str:
     return ""
 
 
+def _bracketed(text: str) -> list[duckdb.Statement]:
+    """The statement inside brackets that are not a statement themselves: EXPLAIN (DESCRIBE
+    t) runs, where (DESCRIBE t) alone does not parse. Nothing when the inside is not one."""
+    inside = text.strip()
+    if not (inside.startswith("(") and inside.endswith(")")):
+        return []
+    try:
+        return duckdb.extract_statements(inside[1:-1])
+    except duckdb.Error:
+        return []
+
+
 def check_read_only(sql: str) -> list[str]:
     """Each statement of ``sql`` if every one only reads; else QueryRefused naming the first."""
     try:
@@ -149,10 +164,11 @@ def check_read_only(sql: str) -> list[str]:
     for statement in statements:
         inner = statement
         while _kind(inner) in EXPLAINING:
+            text = _explained(inner)
             try:
-                explained = duckdb.extract_statements(_explained(inner))
+                explained = duckdb.extract_statements(text)
             except duckdb.Error:
-                explained = []
+                explained = _bracketed(text)
             # Each step must take an EXPLAIN off: one that did not had looped forever.
             if len(explained) != 1 or explained[0].query.strip() == inner.query.strip():
                 raise QueryRefused(f"cannot tell what this explains: {inner.query.strip()}")

@@ -71,6 +71,8 @@ def test_a_pivot_without_in_is_refused_saying_how_to_write_it() -> None:
         "EXPLAIN (FORMAT JSON, ANALYZE) SELECT 1",
         "explain (select 1)",
         "explain (format json) (select 1)",
+        "explain (describe task_runs)",
+        "explain (summarize select 1)",
     ],
 )
 def test_what_explain_explains_is_found_past_comments_and_options(sql: str) -> None:
