@@ -95,36 +95,33 @@ def _kind(statement: duckdb.Statement) -> duckdb.StatementType | None:
         return None
 
 
+def _tokens(text: str) -> list[tuple[int, duckdb.token_type, str]]:
+    """(offset, kind, word in lower case) of each token of ``text`` but comments, found with
+    DuckDB's tokenizer; a word ends where the next token, a comment's included, starts
+    (``EXPLAIN/*x*/SELECT``)."""
+    every = duckdb.tokenize(text)
+    ends = [*(offset for offset, _ in every[1:]), len(text)]
+    return [
+        (offset, kind, text[offset:end].strip().lower())
+        for (offset, kind), end in zip(every, ends, strict=True)
+        if kind != duckdb.token_type.comment
+    ]
+
+
 def _statement_name(statement: duckdb.Statement, kind: duckdb.StatementType | None) -> str:
     """How a refusal names a statement: its type, but by its own first word where the type
     says less (INSTALL is filed as LOAD, which puzzled who typed INSTALL; an unnamed type)."""
-    text: str = statement.query
-    tokens = duckdb.tokenize(text)
-    ends = [*(offset for offset, _ in tokens[1:]), len(text)]
-    words = [
-        text[offset:end].strip().upper()
-        for (offset, token), end in zip(tokens, ends, strict=True)
-        if token != duckdb.token_type.comment and text[offset:end].strip().upper() != "FORCE"
-    ]
+    words = [word.upper() for _, _, word in _tokens(statement.query) if word != "force"]
     name = str(kind).rsplit(".", 1)[-1] if kind is not None else "LOAD"
     return words[0] if name == "LOAD" and words else name
 
 
 def _explained(statement: duckdb.Statement) -> str:
-    """The text an EXPLAIN [ANALYZE] [(options)] statement explains, found with DuckDB's
-    tokenizer: comments are read past (one before EXPLAIN had been taken for the statement
-    it explains, and the check looped on it), and a word ends where the next token starts
-    (``EXPLAIN/*x*/SELECT``)."""
+    """The text an EXPLAIN [ANALYZE] [(options)] statement explains: comments are read past
+    (one before EXPLAIN had been taken for the statement it explains, and the check looped
+    on it)."""
     text: str = statement.query
-    every = duckdb.tokenize(text)
-    ends = [*(offset for offset, _ in every[1:]), len(text)]
-    # (offset, kind, word) of each token but comments, each word ending where the next
-    # token, a comment's included, starts.
-    tokens = [
-        (offset, kind, text[offset:end].strip().lower())
-        for (offset, kind), end in zip(every, ends, strict=True)
-        if kind != duckdb.token_type.comment
-    ]
+    tokens = _tokens(text)
     depth = 0  # inside EXPLAIN's parenthesised options
     options_taken = False
     for index, (offset, kind, word) in enumerate(tokens):
