@@ -26,6 +26,15 @@ def lake(sample_lake_copy: Path) -> Path:
     return sample_lake_copy
 
 
+def edit_warehouse(lake: Path, *statements: str) -> None:
+    """Change the lake's warehouse file by hand, as someone with write access could."""
+    import duckdb
+
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        for statement in statements:
+            con.execute(statement)
+
+
 def violations(lake: Path) -> tuple[int, list[str]]:
     code, output = invoke("check", "--lake", str(lake), "--json")
     return code, json.loads(output)["violations"]
@@ -115,10 +124,7 @@ def test_a_removed_or_damaged_warehouse_is_named_with_what_builds_it_for_this_la
 def test_a_warehouse_another_version_built_is_named_with_what_builds_it_again(
     lake: Path,
 ) -> None:
-    import duckdb
-
-    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
-        con.execute("update _meta set value = 'an older build' where key = 'fingerprint'")
+    edit_warehouse(lake, "update _meta set value = 'an older build' where key = 'fingerprint'")
     code, found = violations(lake)
     assert code == 1
     assert found == [
@@ -194,13 +200,13 @@ def test_a_damaged_block_of_the_warehouse_is_named(lake: Path) -> None:
 def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -> None:
     """An incremental build copies the file, so a by_agent redefined by hand would have shown
     other numbers for good, with check passing."""
-    import duckdb
-
-    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
-        con.execute("create or replace view by_agent as select 'someone else' as agent")
-        con.execute("create or replace macro wilson_low(p, n) as 0.0")
-        con.execute("drop view by_cwe")
-        con.execute("alter table _meta add column note varchar")
+    edit_warehouse(
+        lake,
+        "create or replace view by_agent as select 'someone else' as agent",
+        "create or replace macro wilson_low(p, n) as 0.0",
+        "drop view by_cwe",
+        "alter table _meta add column note varchar",
+    )
     code, found = violations(lake)
     assert code == 1
     remedy = (
@@ -221,13 +227,13 @@ def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -
 def test_views_an_analyst_added_are_planned_whatever_their_names(lake: Path) -> None:
     """The check plans every view of the file, names from its catalog quoted as identifiers:
     a name with a double quote in it is read as that view, not as broken SQL."""
-    import duckdb
-
-    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
-        con.execute('create view "my ""best"" runs" as select * from task_runs')
-        con.execute("create table scratch (x int)")
-        con.execute('create view "gone ""soon""" as select * from scratch')
-        con.execute("drop table scratch")
+    edit_warehouse(
+        lake,
+        'create view "my ""best"" runs" as select * from task_runs',
+        "create table scratch (x int)",
+        'create view "gone ""soon""" as select * from scratch',
+        "drop table scratch",
+    )
     code, found = violations(lake)
     assert code == 1
     assert len(found) == 1, found
