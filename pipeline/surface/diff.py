@@ -167,6 +167,22 @@ def _rules(kinds: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+def _escaped(part: str) -> str:
+    return part.replace("\\", "\\\\").replace("|", "\\|").replace(",", "\\,")
+
+
+def fingerprint(row: dict[str, Any]) -> str:
+    """A finding's match key (kind, match_tools, identity, occurrence) as one string, the same
+    in every version that has the finding, so a code-scanning tool follows one alert across
+    versions. Separators inside a part are escaped with a backslash, so no two keys share a
+    string (a tool named ``a,b`` is not the tools ``a`` and ``b``), and a key with none of
+    ``\\ | ,`` in its parts reads as the plain join it always was. A tool named "" is written
+    ``\\0`` (no escape makes it), so it is not the whole surface's empty list."""
+    tools = ",".join(_escaped(tool) or "\\0" for tool in row["match_tools"] or [])
+    parts = [_escaped(row["kind"]), tools, _escaped(row["identity"]), str(row["occurrence"])]
+    return "|".join(parts)
+
+
 def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
     severity = row["severity_after"] if row["change"] != RESOLVED else row["severity_before"]
     name, level = band(severity)
@@ -180,11 +196,7 @@ def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
         "level": level,
         "message": {"text": text},
         "baselineState": BASELINE_STATE[row["change"]],
-        "partialFingerprints": {
-            "surfaceFinding/v1": "|".join(
-                [row["kind"], ",".join(tools), row["identity"], str(row["occurrence"])]
-            )
-        },
+        "partialFingerprints": {"surfaceFinding/v1": fingerprint(row)},
         "properties": {
             "change": row["change"],
             "severity": severity,

@@ -217,6 +217,27 @@ def test_sarif_is_valid_sarif_2_1_0(lake: Path, tmp_path: Path) -> None:
     assert all(rules[r["ruleIndex"]] == r["ruleId"] for r in results)
 
 
+def _fingerprints(lake: Path, tmp_path: Path, versions: tuple[str, str]) -> dict[str, str]:
+    out = tmp_path / f"{versions[0]}-{versions[1]}.sarif"
+    assert diff(lake, "--from", versions[0], "--to", versions[1], "--sarif", str(out))[0] == 0
+    results = json.loads(out.read_text())["runs"][0]["results"]
+    return {r["message"]["text"]: r["partialFingerprints"]["surfaceFinding/v1"] for r in results}
+
+
+def test_a_finding_keeps_its_fingerprint_across_versions(lake: Path, tmp_path: Path) -> None:
+    # the surface token_cost targets [a, b] in 1.0.0 and [a, b, c] after: one finding whose
+    # fingerprint leaves its tools out, as its match key does
+    first = _fingerprints(lake, tmp_path, ("1.0.0", "1.1.0"))
+    second = _fingerprints(lake, tmp_path, ("1.1.0", "1.2.0"))
+    surface = {f for text, f in {**first, **second}.items() if text.startswith("token_cost")}
+    assert surface == {"token_cost||scope=surface;phase=|1"}
+    # the merge candidate is worse, then better: the same alert both times
+    merges = {f for text, f in {**first, **second}.items() if text.startswith("merge_candidate")}
+    assert merges == {"merge_candidate|a,b||1"}
+    # every result of one diff has its own fingerprint
+    assert len(set(first.values())) == len(first) == 7
+
+
 @pytest.mark.slow
 def test_null_server_name_diffs_under_its_fingerprint(tmp_path: Path) -> None:
     # CONTRACT 3: a bare tool dump's server key is its fingerprint; its version is null

@@ -2,7 +2,8 @@
 -- of either version, matched by int_surface_finding_keys: change = new (only in to),
 -- resolved (only in from), worse / better (severity_display, mcp-xray's 3 decimals, rose /
 -- fell), or same. tool is the target tools joined by ', ' (tools: the list, the later
--- version's when both have the finding);
+-- version's when both have the finding); match_tools, identity and occurrence: the key that
+-- matched it;
 -- severity_before / severity_after are null on the side that lacks the finding.
 create or replace view surface_finding_changes_all as
 with findings as (
@@ -24,6 +25,7 @@ matched as (
         from_run_id,
         to_run_id,
         kind,
+        match_tools,
         identity,
         occurrence,
         coalesce(a.tools, b.tools) as tools,
@@ -64,6 +66,7 @@ select
     m.finding_index_before,
     m.finding_index_after,
     m.severity_before_unrounded,
-    m.severity_after_unrounded
+    m.severity_after_unrounded,
+    m.match_tools
 from matched as m
 join surface_version_pairs as p on p.from_run_id = m.from_run_id and p.to_run_id = m.to_run_id

@@ -1,8 +1,8 @@
 -- surface-diff: every finding of two versions of a server, matched ($1 server, $2 from and
 -- $3 to, as version labels), the worst changes first.
 select
-    change, kind, tool, tools, identity, occurrence, severity_before, severity_after,
-    severity_delta, finding_index_before, finding_index_after
+    change, kind, tool, tools, match_tools, identity, occurrence, severity_before,
+    severity_after, severity_delta, finding_index_before, finding_index_after
 from surface_finding_changes_all
 where server = $1 and from_label = $2 and to_label = $3
 order by
