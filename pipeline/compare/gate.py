@@ -190,7 +190,7 @@ def consecutive_pairs(runs: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("score").alias("c_score"),
     )
     return base.join(cand, on=["agent", "step", *KEY], how="inner").with_columns(
-        diff=pl.col("c_score") - pl.col("b_score")
+        diff=metrics.score_difference()
     )
 
 

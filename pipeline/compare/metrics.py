@@ -70,6 +70,22 @@ def problem_outcomes(runs: pl.LazyFrame, by: Sequence[str], **extra: pl.Expr) ->
     )
 
 
+# A problem's score is the mean of its trials, which rounds in the last bits: three trials
+# of 0.7 average to 0.6999999999999998, one trial to 0.7. A paired difference that small
+# against the scores is that rounding, not a change: the t test would read the same
+# rounding on every problem as a certain move (sd 0, p 0), and a release gate would fail on
+# it. Averaging k trials errs by at most about k ulps of the largest score, far below this.
+SAME_SCORE_TOLERANCE: Final = 1e-12
+
+
+def score_difference(baseline: str = "b_score", candidate: str = "c_score") -> pl.Expr:
+    """``candidate - baseline`` per paired problem, 0 where it is within
+    ``SAME_SCORE_TOLERANCE`` of the larger score (at least 1): rounding, not a change."""
+    b, c = pl.col(baseline), pl.col(candidate)
+    scale = pl.max_horizontal(pl.lit(1.0), b.abs(), c.abs())
+    return pl.when((c - b).abs() <= SAME_SCORE_TOLERANCE * scale).then(0.0).otherwise(c - b)
+
+
 def z_value(confidence: float) -> float:
     """The two-sided normal quantile (1.959963984540054 at 95%, as the SQL macro z95)."""
     # ndtri is what scipy.stats.norm.ppf computes; scipy.special imports in ~0.15 s where

@@ -95,13 +95,14 @@ def _side(problems: pl.LazyFrame, version: str, prefix: str) -> pl.LazyFrame:
 
 
 def paired_problems(runs: pl.LazyFrame, baseline: str, candidate: str) -> pl.LazyFrame:
-    """Problems both versions have a score for, side by side, with ``diff = c_score - b_score``."""
+    """Problems both versions have a score for, side by side, with ``diff = c_score - b_score``
+    (``metrics.score_difference``: rounding of the trials' means is no difference)."""
     problems = per_problem(runs)
     base = _side(problems, baseline, "b_")
     cand = _side(problems, candidate, "c_")
     return (
         base.join(cand, on=["agent", *KEY], how="inner")
-        .with_columns(diff=pl.col("c_score") - pl.col("b_score"))
+        .with_columns(diff=metrics.score_difference())
         .sort(["agent", *KEY])
     )
 

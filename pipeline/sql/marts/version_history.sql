@@ -83,7 +83,8 @@ select
     step_delta - step_half as step_ci_low,
     step_delta + step_half as step_ci_high,
     case
-        when previous_version is null then null
+        -- No step to judge: the first version, or a side without a scored problem.
+        when previous_version is null or step_delta is null then null
         when score_se is null or previous_score_se is null then 'no_change'
         when step_delta + step_half < 0 then 'regression'
         when step_delta - step_half > 0 then 'improvement'

@@ -27,6 +27,7 @@ from tests.compare_sim import empty_metadata, simulate
 from tests.examples import examples
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
+T1 = T0 + timedelta(days=1)
 
 
 def run_rows(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -136,6 +137,54 @@ def test_hand_computed_four_problem_comparison_with_trials_averaged() -> None:
         and r["pass_rate_problems_paired"]["baseline_only"] == 0
     )
     assert r["pass_rate_problems_paired"]["p_value"] == pytest.approx(1.0)
+
+
+def test_same_scores_over_more_trials_are_no_change() -> None:
+    # Three trials of 0.7 average to 0.6999999999999998, one trial to 0.7: every problem's
+    # difference is the same -1.1e-16, sd 0, which the t test's limit reads as certain
+    # (p 0). It is rounding: the difference is 0, p 1, and the gate passes.
+    assert sum([0.7, 0.7, 0.7]) / 3 != 0.7
+    problems = {f"p{i}": 0.7 for i in range(6)} | {"q": 0.35}
+    r = compare_rows(
+        [
+            *trials("1", **{p: [x] for p, x in problems.items()}),
+            *trials("2", **{p: [x, x, x] for p, x in problems.items()}),
+        ]
+    )
+    assert (r["delta"], r["p_value"], r["verdict"]) == (0.0, 1.0, "no_change")
+    assert (r["ci_low"], r["ci_high"]) == (0.0, 0.0)
+    assert r["gate"]["fails"] is False
+    # the steps of version_regressions and history read the same differences
+    table = gate.version_regressions(
+        run_rows([*trials("1", p=[0.7]), *trials("2", p=[0.7] * 3)]).lazy(), 0.95
+    )
+    assert set(table["delta"].to_list()) == {0.0}
+    assert set(table["verdict"].to_list()) == {"no_change"}
+
+
+def test_score_difference_is_zero_only_within_rounding() -> None:
+    frame = pl.DataFrame(
+        {
+            "b_score": [0.7, 0.7, 0.7, 5e12, -3.0, None],
+            "c_score": [
+                0.6999999999999998,
+                0.7000000001,
+                0.7 + 2e-12,
+                5e12 + 1.0,
+                -3.0 + 4e-12,
+                0.1,
+            ],
+        }
+    )
+    diff = frame.select(metrics.score_difference().alias("d"))["d"].to_list()
+    # 2e-16 and 4e-12 (against scale 3: tolerance 3e-12 -> kept) and 1 at 5e12 (tolerance 5):
+    # rounding only within 1e-12 of the larger score, at least 1
+    assert diff[0] == 0.0
+    assert diff[1] == pytest.approx(1e-10)
+    assert diff[2] == pytest.approx(2e-12)
+    assert diff[3] == 0.0
+    assert diff[4] == pytest.approx(4e-12)
+    assert diff[5] is None
 
 
 def test_pairing_ignores_unpaired_problems_and_counts_grader_errors() -> None:
@@ -550,10 +599,26 @@ def test_version_history_view_matches_the_python_history() -> None:
             assert row[metric] == pytest.approx(py[i][metric], abs=1e-12), metric
         for bound in ("pass_rate_problems_ci_high", "pass_rate_runs_ci_low"):
             assert row[bound] == pytest.approx(py[i][bound], abs=1e-12), bound
-        # the view's t table is rounded to 6 decimals
         low = "mean_score_problems_ci_low"
-        assert row[low] == pytest.approx(py[i][low], abs=1e-6)
+        assert row[low] == pytest.approx(py[i][low], abs=1e-12)
     assert view["step_verdict_approx"].to_list() == [None, "improvement", "no_change"]
+
+
+def test_version_history_step_without_scores_has_no_verdict() -> None:
+    # version 2's every run is a grader error: no mean, no step, so no verdict (not no_change);
+    # its pass-rate intervals are null too, not [0, 1]
+    rows = [
+        *({"v": "1", "p": f"p{i}", "score": 0.5 + i / 10, "at": T0} for i in range(3)),
+        *(
+            {"v": "2", "p": f"p{i}", "status": "grader_error", "score": None, "at": T1}
+            for i in range(3)
+        ),
+    ]
+    view = _version_history_view(run_rows(rows)).to_dicts()
+    assert [row["step_verdict_approx"] for row in view] == [None, None]
+    assert view[1]["step_delta"] is None
+    assert view[1]["pass_rate_runs_ci_low"] is None
+    assert view[1]["pass_rate_problems_ci_high"] is None
 
 
 @pytest.mark.slow
@@ -569,7 +634,26 @@ def test_version_history_view_t_critical_values() -> None:
         view = _version_history_view(run_rows(rows))
         row = view.row(0, named=True)
         crit = (row["mean_score_problems_ci_high"] - row["mean_score_problems"]) / row["score_se"]
-        assert crit == pytest.approx(sps.t.ppf(0.975, n - 1), abs=2e-5), n
+        assert crit == pytest.approx(sps.t.ppf(0.975, n - 1), abs=1e-12), n
+
+
+def test_t975_macro_is_scipys_quantile() -> None:
+    # the table (df 1..100) and the expansion beyond it, against scipy.stats.t.ppf
+    from scipy import stats as sps
+
+    con = duckdb.connect()
+    try:
+        create_views(con, [], given=[])
+        rows = con.execute(
+            "select df, t975(df) from range(0, 5001) as r(df) order by df"
+        ).fetchall()
+        lows = con.execute("select wilson_low(null, 0), wilson_high(null, 0), wilson_low(0.5, 0)")
+        assert lows.fetchone() == (None, None, None)
+    finally:
+        con.close()
+    assert rows[0] == (0, None)
+    for df, value in rows[1:]:
+        assert value == pytest.approx(sps.t.ppf(0.975, df), abs=1e-12), df
 
 
 def test_wilson_matches_hand_arithmetic() -> None:
