@@ -23,6 +23,7 @@ from pipeline.surface import (
     parse_reports,
     score_surfaces,
 )
+from pipeline.surface.dimensions import XRAY_DIMENSION_ORDER
 from schemas import checked, polars_schema
 from schemas.surface import (
     DIMENSIONS,
@@ -378,6 +379,34 @@ def test_labeled_selection_robustness_with_distraction() -> None:
     assert row["selection_robustness"] == pytest.approx(60.0)
 
 
+def test_rates_past_their_range_are_used_as_the_formulas_write_them() -> None:
+    # labeled pass rates 2.0 and 0.0: mean(pass_rate) is not clamped, 1.0 -> 100; fire
+    # rates 3.0 + 0.0: clamp(3 / 2) * 40 = 40 -> 60 (clamping each rate first would give 30)
+    row = grade(
+        [
+            surface(1500, 4, 150),
+            finding("selection_error", mode="labeled", pass_rate=2.0),
+            finding("selection_error", mode="labeled", pass_rate=0.0),
+            finding("distraction", ["a"], fire_rate=3.0),
+            finding("distraction", ["b"], fire_rate=0.0),
+        ],
+        ran=WITH_NOISE,
+    )
+    assert row["selection_robustness"] == pytest.approx(60.0)
+
+
+def test_a_negative_tokens_saved_estimate_lands_and_clamps_to_0() -> None:
+    # an estimate, not a count: 0.4 + clamp(-5 / 800) * 0.4 = 0.4
+    assert severities([finding("merge_candidate", ["a", "b"], tokens_saved_est=-5)]) == [0.4]
+
+
+def test_the_documented_dimension_order_is_the_one_summed() -> None:
+    order = ", ".join(XRAY_DIMENSION_ORDER)
+    for page in (ROOT / "docs" / "scoring.md", ROOT / "README.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert f"({order})" in text or f"order, {order}," in text, page
+
+
 def test_a_pass_rate_past_1_shows_no_dimension_past_100() -> None:
     # labeled pass rate 1.5: mcp-xray's uncapped mean would show 150 and the overall above
     # 100 (an A+ from bad input); both the unrounded and the shown dimension stop at 100.
@@ -575,6 +604,29 @@ def test_by_phase_rows_and_worst_phase() -> None:
     )
     assert row["worst_phase"] == "big"
     assert row["context_efficiency"] == pytest.approx(big)
+
+
+def test_worst_phase_is_the_one_the_surface_finding_names() -> None:
+    # The surface finding carries the worst phase's numbers and its name; a phase with more
+    # tokens does not overrule it, and a finding naming none marks no row.
+    def phase(name: str, tokens: int) -> dict[str, Any]:
+        return finding(
+            "token_cost",
+            ["a"],
+            scope="phase",
+            phase=name,
+            tokens=tokens,
+            tool_count=4,
+            tokens_per_tool_avg=tokens / 4,
+        )
+
+    named = phases([surface(5000, 4, 1250, worst_phase="p1"), phase("p1", 5000), phase("p2", 6000)])
+    assert named["is_worst_phase"].to_list() == [True, False]
+    unnamed = phases([surface(6000, 4, 1500), phase("p1", 5000), phase("p2", 6000)])
+    assert unnamed["is_worst_phase"].to_list() == [False, False]
+    assert (
+        grade([surface(6000, 4, 1500), phase("p1", 5000), phase("p2", 6000)])["worst_phase"] is None
+    )
 
 
 def test_unphased_server_has_one_phase_row_named_all() -> None:
