@@ -362,33 +362,26 @@ def test_tool_count_from_tool_scope_targets_without_a_surface_finding() -> None:
     assert row["schema_hygiene"] == pytest.approx(70.0)
 
 
-def test_labeled_selection_robustness_with_distraction() -> None:
-    # labeled pass rates 0.8 and 0.6: mean 0.7 -> 70; distraction fire rates 0.3 + 0.2 = 0.5
-    # -> clamp(0.5/2) * 40 = 10 -> 60
+@pytest.mark.parametrize(
+    ("pass_rates", "fire_rates"),
+    [
+        # mean 0.7 -> 70; fire rates 0.3 + 0.2 = 0.5 -> clamp(0.5/2) * 40 = 10 -> 60
+        ((0.8, 0.6), (0.3, 0.2)),
+        # past their range, used as the formulas write them: mean(pass_rate) is not clamped,
+        # (2.0 + 0.0) / 2 = 1.0 -> 100; clamp(3.0 / 2) * 40 = 40 -> 60 (clamping each rate
+        # first would give 50 - 20 = 30)
+        ((2.0, 0.0), (3.0, 0.0)),
+    ],
+)
+def test_labeled_selection_robustness_with_distraction(
+    pass_rates: tuple[float, float], fire_rates: tuple[float, float]
+) -> None:
     row = grade(
         [
             surface(1500, 4, 150),
-            finding("selection_error", mode="labeled", pass_rate=0.8),
-            finding("selection_error", mode="labeled", pass_rate=0.6),
+            *(finding("selection_error", mode="labeled", pass_rate=r) for r in pass_rates),
             finding("selection_error", mode="confusability_proxy", pass_rate=0.0),
-            finding("distraction", ["a"], fire_rate=0.3),
-            finding("distraction", ["b"], fire_rate=0.2),
-        ],
-        ran=WITH_NOISE,
-    )
-    assert row["selection_robustness"] == pytest.approx(60.0)
-
-
-def test_rates_past_their_range_are_used_as_the_formulas_write_them() -> None:
-    # labeled pass rates 2.0 and 0.0: mean(pass_rate) is not clamped, 1.0 -> 100; fire
-    # rates 3.0 + 0.0: clamp(3 / 2) * 40 = 40 -> 60 (clamping each rate first would give 30)
-    row = grade(
-        [
-            surface(1500, 4, 150),
-            finding("selection_error", mode="labeled", pass_rate=2.0),
-            finding("selection_error", mode="labeled", pass_rate=0.0),
-            finding("distraction", ["a"], fire_rate=3.0),
-            finding("distraction", ["b"], fire_rate=0.0),
+            *(finding("distraction", [f"t{i}"], fire_rate=r) for i, r in enumerate(fire_rates)),
         ],
         ran=WITH_NOISE,
     )
