@@ -11,7 +11,7 @@ import polars as pl
 
 from pipeline.ingest.batch import Batch
 from pipeline.ingest.dedupe import touching
-from pipeline.sources.blocks import UNREADABLE
+from pipeline.sources.blocks import READ_AGAIN
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -75,13 +75,19 @@ def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl
     return touching(held, batch).collect()
 
 
+def read_again() -> pl.Expr:
+    """A quarantine row's reason is one after which reading its file again may land it."""
+    return pl.any_horizontal(pl.col("reason").str.starts_with(reason) for reason in READ_AGAIN)
+
+
 def unread_before(store: LakeStore) -> pl.DataFrame:
-    """The lake's whole-file quarantine rows (source, line 0, raw) that say the system would
-    not let the file be read (gone, locked): a later reading of the file resolves them. Read
-    once an ingest (its own batch reads each file once), not once a chunk."""
+    """The lake's whole-file quarantine rows (source, line 0, raw) that say reading the file
+    again may land it (the system would not let it be read; an Inspect eval still running):
+    a later reading of the file resolves them. Read once an ingest (its own batch reads each
+    file once), not once a chunk."""
     return (
         store.landed("quarantine")
-        .filter((pl.col("line") == 0) & pl.col("reason").str.starts_with(UNREADABLE))
+        .filter((pl.col("line") == 0) & read_again())
         .select("source", "line", "raw")
         .collect()
     )
@@ -118,11 +124,7 @@ def superseded_quarantine(
     )
     read = pl.concat(
         [frames[table].select("source") for table in lk.RUN_TABLES]
-        + [
-            frames["quarantine"]
-            .filter((pl.col("line") > 0) | ~pl.col("reason").str.starts_with(UNREADABLE))
-            .select("source")
-        ]
+        + [frames["quarantine"].filter((pl.col("line") > 0) | ~read_again()).select("source")]
     )
     reread = (
         pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
@@ -132,9 +134,8 @@ def superseded_quarantine(
     rows = (
         pl.concat(
             [
-                pl.concat(
-                    [relanded.select("source", "line", "raw", "run_id", "outcome"), requarantined]
-                ).with_columns(raw=pl.col("raw").fill_null("")),
+                relanded.select("source", "line", "raw", "run_id", "outcome"),
+                requarantined,
                 reread,
             ]
         )

@@ -29,10 +29,10 @@ from pipeline.jobs.earlier import (
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
+    read_again,
     superseded_quarantine,
     unread_before,
 )
-from pipeline.sources.blocks import UNREADABLE
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
@@ -82,12 +82,12 @@ class Lander:
     next_part: int = 0
 
     def unread_sources(self) -> set[str]:
-        """The input files the system would not let us read (quarantined whole at line 0)."""
+        """The input files quarantined whole (line 0) for a reason after which reading them
+        again may land them: the system would not let us read them, or an Inspect eval was
+        still running (the nightly reads them again, changed or not)."""
         if not self.outcomes:
             return set()
-        whole = pl.concat(self.outcomes).filter(
-            pl.col("whole") & pl.col("reason").str.starts_with(UNREADABLE)
-        )
+        whole = pl.concat(self.outcomes).filter(pl.col("whole") & read_again())
         return set(whole["source"].to_list())
 
     def land_all(self, chunks: Iterable[Lines], builders: int = BUILDERS) -> None:

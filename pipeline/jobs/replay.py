@@ -98,9 +98,6 @@ class ReplayReport:
         return self.released + self.still_quarantined
 
 
-PLACE = ["source", "line", "raw"]
-
-
 def resolutions(lake: Path) -> pl.LazyFrame:
     """Every quarantined line a replay released (QuarantineResolved rows)."""
     return LakeStore(lake).landed("quarantine_resolved")
@@ -109,8 +106,16 @@ def resolutions(lake: Path) -> pl.LazyFrame:
 def unresolved(lake: Path) -> pl.DataFrame:
     """Every quarantined line no replay has released yet (the ``quarantine`` view's rows)."""
     held = LakeStore(lake).landed("quarantine")
-    released = resolutions(lake).select(PLACE)
-    return held.join(released, on=PLACE, how="anti", nulls_equal=True).collect()
+    # A row without text is resolved by one without text (the quarantine view's rule; lakes
+    # written before 2026-12-05 stored such a resolution's text as "").
+    text = pl.col("raw").fill_null("").alias("text")
+    released = resolutions(lake).select("source", "line", text)
+    return (
+        held.with_columns(text)
+        .join(released, on=["source", "line", "text"], how="anti")
+        .drop("text")
+        .collect()
+    )
 
 
 def replayable() -> pl.Expr:

@@ -17,6 +17,12 @@ READ_BLOCK_BYTES = 16 * 1024 * 1024
 # The reason a file the system would not let us read (gone, no permission) is quarantined
 # with, at line 0: unlike every other reason, reading it again may land it.
 UNREADABLE = "could not read the file"
+# An Inspect log whose eval is still running (status "started"): it is read once the eval
+# has ended, whole, so that each sample is numbered once and carries the log's last status.
+STILL_RUNNING = "the Inspect eval is still running"
+# The whole-file (line 0) reasons after which a later reading of the file may land it: its
+# row is resolved (superseded) once a later ingest reads lines of the file.
+READ_AGAIN = (UNREADABLE, STILL_RUNNING)
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 

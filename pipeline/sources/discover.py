@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.sources.inspect.extract import is_inspect_index
 from pipeline.storage.lake import InputError
 
 # .eval: Inspect AI logs (a .json file may be one too: told apart by its first bytes).
@@ -26,7 +27,8 @@ def _skip_note(path: Path, why: str) -> str:
 
 
 def _scan_folder(folder: Path) -> Inputs:
-    """Regular input files below ``folder`` whose real path lies inside it; links never followed.
+    """Regular input files below ``folder`` whose real path lies inside it; links never followed,
+    and the indexes Inspect's eval_set writes beside its logs left out (they are no logs).
 
     A link in an inbox could otherwise copy any file the pipeline's user can read
     into the quarantine, where every analyst reads it.
@@ -55,6 +57,8 @@ def _scan_folder(folder: Path) -> Inputs:
                 skipped.append(_skip_note(path, "not a regular file"))
             elif not path.resolve().is_relative_to(root):
                 skipped.append(_skip_note(path, "its real path lies outside the folder"))
+            elif is_inspect_index(path):
+                skipped.append(f"{path}: the index Inspect's eval_set keeps of its logs, skipped")
             else:
                 files.append(path)
     return Inputs(files=sorted(files), skipped=sorted(skipped))

@@ -19,6 +19,7 @@ import duckdb
 import pytest
 
 from pipeline.rubric import RubricError, parse_rubric
+from pipeline.sources.blocks import STILL_RUNNING
 from pipeline.sources.inspect import table
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 from pipeline.sources.inspect.extract import (
@@ -578,3 +579,108 @@ def test_a_real_log_missing_its_samples_says_so_and_one_with_a_bad_sample_keeps_
         bad = con.execute("select reason from quarantine").fetchall()
     assert runs == [(len(samples) - 1,)]
     assert len(bad) == 1 and "cannot be read" in bad[0][0]
+
+
+def _rewritten(source: Path, path: Path, keep: Any, change: Any = None) -> Path:
+    """A copy of the .eval log ``source`` at ``path`` with the members ``keep`` accepts,
+    each passed through ``change`` (name, bytes) -> bytes when given."""
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(path, "w") as out:
+        for name in archive.namelist():
+            if keep(name):
+                data = archive.read(name)
+                out.writestr(name, change(name, data) if change else data)
+    return path
+
+
+@pytest.mark.slow
+def test_a_running_log_is_read_once_the_eval_ends(logs: list[Path], tmp_path: Path) -> None:
+    # While an eval runs its .eval log has no header.json (Inspect reads the start journal:
+    # status "started") and only the samples done so far.
+    import zipfile
+
+    with zipfile.ZipFile(logs[0]) as archive:
+        samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
+    log = tmp_path / "inbox" / "a.eval"
+    _rewritten(logs[0], log, lambda n: n != "header.json" and n not in samples[2:])
+    lake = tmp_path / "lake"
+    running = pipeline("ingest", log.parent, "--lake", lake)
+    assert running.returncode == 0, running.stderr
+    assert _rows(lake, "select line, reason from quarantine") == [
+        (0, f"{STILL_RUNNING} (log status 'started'): it is read once the eval ends")
+    ]
+    assert _rows(lake, "select count(*) from task_runs") == [(0,)]
+    shutil.copyfile(logs[0], log)
+    ended = pipeline("ingest", log.parent, "--lake", lake)
+    assert ended.returncode == 0, ended.stderr
+    # every sample lands, numbered once; the running log's row is resolved, not left beside them
+    assert _rows(lake, "select count(*), count(distinct line) from task_runs") == [
+        (len(samples), len(samples))
+    ]
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+    assert _rows(lake, "select line, outcome from quarantine_resolved") == [(0, "superseded")]
+    assert pipeline("check", "--lake", lake).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_sample_read_again_whole_resolves_its_row(logs: list[Path], tmp_path: Path) -> None:
+    # A sample that could not be read (its row has no text) lands when the log is mended:
+    # the row is resolved, so quarantine and check no longer name the line.
+    import zipfile
+
+    with zipfile.ZipFile(logs[0]) as archive:
+        first = sorted(n for n in archive.namelist() if n.startswith("samples/"))[0]
+    log = tmp_path / "inbox" / "a.eval"
+    _rewritten(logs[0], log, lambda n: True, lambda n, data: b"{not json" if n == first else data)
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    ((line, raw),) = _rows(lake, "select line, raw from quarantine")
+    assert raw is None
+    shutil.copyfile(logs[0], log)
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+    assert _rows(lake, "select line, raw, outcome from quarantine_resolved") == [
+        (line, None, "landed")
+    ]
+    assert pipeline("check", "--lake", lake).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_json_log_stopped_early_counts_what_it_lacks(logs: list[Path], tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    whole = read_eval_log(str(logs[0]))
+    assert whole.samples is not None
+    listed = len(whole.samples)
+    whole.samples = whole.samples[:2]
+    log = tmp_path / "inbox" / "a.json"
+    log.parent.mkdir()
+    write_eval_log(whole, str(log), format="json")
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(2,)]
+    ((line, reason),) = _rows(lake, "select line, reason from quarantine")
+    assert line == 3
+    assert reason.startswith(f"{listed - 2} sample(s) the log's header lists are not in it")
+
+
+def test_the_indexes_eval_set_writes_are_skipped_not_quarantined(tmp_path: Path) -> None:
+    from pipeline.sources.discover import scan_inputs
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "eval-set.json").write_text('{\n  "eval_set_id": "B", "tasks": []}')
+    (folder / "logs.json").write_text('{\n  "2026_t3_C7.eval": {\n    "version": 2}}')
+    (folder / "empty" / "logs.json").parent.mkdir()
+    (folder / "empty" / "logs.json").write_text("{}")
+    # the same names holding anything else are inputs like any .json
+    (folder / "other" / "logs.json").parent.mkdir()
+    (folder / "other" / "logs.json").write_text('{"server": {"name": "s"}, "findings": []}')
+    found = scan_inputs([folder])
+    assert found.files == [(folder / "other" / "logs.json").resolve()]
+    assert sorted(found.skipped) == [
+        f"{folder / name}: the index Inspect's eval_set keeps of its logs, skipped"
+        for name in ("empty/logs.json", "eval-set.json", "logs.json")
+    ]

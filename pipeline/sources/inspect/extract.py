@@ -32,18 +32,36 @@ SNIFF_BYTES = 512
 _JSON_LOG_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 
 
+# Inspect's eval_set writes two indexes beside its logs: eval-set.json (the set's tasks) and
+# logs.json (each log's header by file name, {} before the first). Neither is a log.
+INSPECT_INDEX_NAMES = ("eval-set.json", "logs.json")
+_INDEX_START = re.compile(rb'^\s*\{\s*(\}|"eval_set_id"|"[^"]*\.(eval|json)"\s*:\s*\{)')
+
+
+def _head(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(SNIFF_BYTES).removeprefix(UTF8_BOM)
+    except OSError:
+        return None  # the reader names a file it cannot open
+
+
 def is_inspect_log(path: Path) -> bool:
     """A ``.eval`` file, or a ``.json`` file that starts like an Inspect log."""
     if path.name.endswith(EVAL_SUFFIX):
         return True
     if not path.name.endswith(JSON_SUFFIX):
         return False
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(SNIFF_BYTES)
-    except OSError:
-        return False  # the report reader names a file it cannot open
-    return bool(_JSON_LOG_START.match(head.removeprefix(UTF8_BOM)))
+    head = _head(path)
+    return head is not None and bool(_JSON_LOG_START.match(head))
+
+
+def is_inspect_index(path: Path) -> bool:
+    """One of the index files eval_set writes beside its logs, by its name and first bytes."""
+    if path.name not in INSPECT_INDEX_NAMES:
+        return False
+    head = _head(path)
+    return head is not None and bool(_INDEX_START.match(head))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.settings import MAX_REPORT_BYTES_ENV
+from pipeline.sources.blocks import STILL_RUNNING
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import (
     LIFTED_SAMPLE_FIELDS,
@@ -44,6 +45,8 @@ from pipeline.storage.lake import InputError
 
 # Samples of a .eval log read (and held) at a time.
 SAMPLES_PER_READ = 256
+# EvalLog.status while the eval runs; "success", "cancelled" and "error" are final.
+RUNNING_STATUS = "started"
 
 
 def _log_api() -> Any:
@@ -151,11 +154,9 @@ def _eval_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     Samples the header lists that the log lacks (an eval stopped early), and samples the
     log holds that its header does not list, are counted in one ``Unread`` at the end:
     nothing the log names or holds goes uncounted."""
-    ids = header.eval.dataset.sample_ids
-    if ids is None:
+    keys = _planned(header)
+    if keys is None:
         raise RuntimeError("the log lists no sample ids (re-write it with a current inspect-ai)")
-    epochs = header.eval.config.epochs or 1
-    keys = [(sample_id, epoch) for sample_id in ids for epoch in range(1, epochs + 1)]
     unread = set(UNREAD_SAMPLE_FIELDS)
     missing: list[str] = []
     for start in range(0, len(keys), SAMPLES_PER_READ):
@@ -180,13 +181,28 @@ def _eval_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
                         )
                     )
         yield from found
+    yield from _uncounted(missing, _sample_members(path) - len(keys) + len(missing))
+
+
+def _planned(header: Any) -> list[tuple[Any, int]] | None:
+    """The samples the log's header lists, (sample id, epoch), in Inspect's order; None
+    when it lists no sample ids (a log of an old inspect-ai)."""
+    ids = header.eval.dataset.sample_ids
+    if ids is None:
+        return None
+    epochs = header.eval.config.epochs or 1
+    return [(sample_id, epoch) for sample_id in ids for epoch in range(1, epochs + 1)]
+
+
+def _uncounted(missing: list[str], unlisted: int) -> Iterator[Unread]:
+    """One entry for the samples the header lists that the log lacks, one for those the log
+    holds that the header does not list: nothing the log names or holds goes uncounted."""
     if missing:
         shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
         yield Unread(
             f"{len(missing)} sample(s) the log's header lists are not in it (an eval stopped "
             f"early?): {shown}"
         )
-    unlisted = _sample_members(path) - len(keys) + len(missing)
     if unlisted > 0:
         yield Unread(
             f"{unlisted} sample(s) in the log are not among the sample ids its header lists: "
@@ -206,12 +222,24 @@ def _sample_members(path: Path) -> int:
 
 def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     """The log's samples, at most SAMPLES_PER_READ held at a time for a .eval log; a .json
-    log is one JSON document, read whole (within the report size limit the caller checked)."""
+    log is one JSON document, read whole (within the report size limit the caller checked).
+    Either way, what the header lists and the log lacks (or holds unlisted) is counted."""
     if path.name.endswith(EVAL_SUFFIX):
         yield from _eval_samples(log_api, path, header)
         return
     whole = log_api.read_eval_log(str(path))
-    yield from whole.samples or []
+    samples = whole.samples or []
+    yield from samples
+    keys = _planned(header)
+    if keys is None:  # nothing listed to count against
+        return
+    held = {(sample.id, sample.epoch) for sample in samples}
+    missing = [
+        f"{sample_id} (epoch {epoch})"
+        for sample_id, epoch in keys
+        if (sample_id, epoch) not in held
+    ]
+    yield from _uncounted(missing, len(held - set(keys)))
 
 
 def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
@@ -248,6 +276,12 @@ def inspect_frames(
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
         yield one_line(source, 0, None, f"not a readable Inspect AI log ({failure_text(exc)})"), 0
+        return
+    if header.status == RUNNING_STATUS:
+        # Read once the eval has ended: its samples then come in their final order, with the
+        # log's final status, so none is numbered twice or clashes with its earlier self.
+        reason = f"{STILL_RUNNING} (log status {RUNNING_STATUS!r}): it is read once the eval ends"
+        yield one_line(source, 0, None, reason), 0
         return
     pending: list[str] = []
     pending_bytes = 0

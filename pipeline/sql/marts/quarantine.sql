@@ -17,5 +17,7 @@ from stg_quarantine as q
 where not exists (
     select 1
     from stg_quarantine_resolved as r
-    where r.source = q.source and r.line = q.line and r.raw is not distinct from q.raw
+    -- A row without text (a counted entry) is resolved by one without text; lakes written
+    -- before 2026-12-05 stored such a resolution's text as ''.
+    where r.source = q.source and r.line = q.line and coalesce(r.raw, '') = coalesce(q.raw, '')
 )
