@@ -174,6 +174,10 @@ def check_rubric(lake: Path) -> list[str]:
     return problems
 
 
+def _rescored(lake: Path) -> str:
+    return f"{lk.command_on(lake, 'score')} scores every landed run again"
+
+
 def check_scores(lake: Path) -> list[str]:
     from pipeline.storage.rubrics import current_rubric
 
@@ -196,14 +200,18 @@ def check_scores(lake: Path) -> list[str]:
         if unscored.len():
             problems.append(
                 f"{unscored.len()} {runs_table} without a score under the current rubric "
-                f"{rubric.rubric_id}: {_some(unscored)}"
+                f"{rubric.rubric_id}: {_some(unscored)}; {_rescored(lake)}"
             )
         orphans = scored.join(landed, on="run_id", how="anti")["run_id"].sort()
         if orphans.len():
-            problems.append(f"{scores_table} for runs that are not landed: {_some(orphans)}")
+            problems.append(
+                f"{scores_table} for runs that are not landed: {_some(orphans)}; {_rescored(lake)}"
+            )
         other = scored.filter(pl.col("rubric_id") != rubric.rubric_id)["rubric_id"].unique()
         if other.len():
-            problems.append(f"{scores_table} of rubric {rubric.rubric_id} say {_some(other)}")
+            problems.append(
+                f"{scores_table} of rubric {rubric.rubric_id} say {_some(other)}; {_rescored(lake)}"
+            )
     return problems
 
 

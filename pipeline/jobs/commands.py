@@ -22,7 +22,7 @@ from pipeline.engines.local import score_part
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
-from pipeline.jobs.score import score_locked
+from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
@@ -61,9 +61,12 @@ def _ingest_and_score(
     with use_settings(settings or current_settings()) as limits, lk.lake_lock(lake):
         notes = prepare(lake)
         chosen = lake_rubric(lake, rubric)
-        report = ingest_locked(inputs, lake, chosen, settings=limits)
+        verified = verify_landed(lake, chosen)
+        # Landed and scored in one transaction: a crash leaves no run without its score.
+        with lk.Transaction(lake) as tx:
+            report = ingest_locked(inputs, lake, chosen, settings=limits, tx=tx)
+            scored = score_locked(lake, chosen, full=False, tx=tx, verified=verified)
         report.notes = notes + report.notes
-        scored = score_locked(lake, chosen, full=False)
         build_warehouse(lake, chosen.rubric_id)
     return report, scored
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from pipeline.compare import regressions as version_regressions
@@ -34,6 +35,7 @@ def ingest_locked(
     extra_state: Callable[[set[str]], dict[str, object]] | None = None,
     refresh_regressions: bool = False,
     discovered: bool = False,
+    tx: lk.Transaction | None = None,
 ) -> IngestReport:
     """ingest(), for a caller that already holds the lake's lock.
 
@@ -47,6 +49,8 @@ def ingest_locked(
 
     ``discovered`` inputs were found by the caller's own scan (``scan_inputs``): one gone
     since is quarantined whole as unreadable instead of refusing the whole ingest.
+
+    Given ``tx``, the lines land in it and the caller commits (after scoring them in it).
     """
     started = time.perf_counter()
     chosen = settings or current_settings()
@@ -56,7 +60,7 @@ def ingest_locked(
     scanned = scan_inputs(inputs, lake, discovered=discovered)
     files = scanned.files
     known = evolution.known_names(lake)
-    with lk.Transaction(lake) as tx:
+    with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
         envs = sorted(env_rubric.task.envs)
         lander = Lander(
             store, tx, envs, batch_id, landed_index(store), keep_bad_lines=chosen.keep_bad_lines

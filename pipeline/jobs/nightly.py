@@ -21,7 +21,7 @@ from pipeline.jobs.check import check_lake_locked
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestCounts, IngestReport
-from pipeline.jobs.score import pending_parts, score_locked
+from pipeline.jobs.score import pending_parts, score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.sources.discover import scan_inputs, source_name
 from pipeline.storage import lake as lk
@@ -149,14 +149,20 @@ def nightly(
                     }
                     return {LEDGER: {**ledger, **entries}}
 
-                with timed(seconds, "ingest"):
-                    report = ingest_locked(
-                        new, lake, rubric, extra_state=ledger_after, discovered=True
+            verified = verify_landed(lake, rubric)
+            # Landed and scored in one transaction: a crash leaves no run without its score.
+            with lk.Transaction(lake) as tx:
+                if new:
+                    with timed(seconds, "ingest"):
+                        report = ingest_locked(
+                            new, lake, rubric, extra_state=ledger_after, discovered=True, tx=tx
+                        )
+                    _add_ingest(summary, report)
+                    notes.extend(report.notes)
+                with timed(seconds, "score"):
+                    result = score_locked(
+                        lake, rubric, full=False, engine=engine, tx=tx, verified=verified
                     )
-                _add_ingest(summary, report)
-                notes.extend(report.notes)
-            with timed(seconds, "score"):
-                result = score_locked(lake, rubric, full=False, engine=engine)
             seconds |= {f"score: {stage}": value for stage, value in result.stages.items()}
             summary.runs_scored = result.task_runs + result.surface_runs
             summary.task_runs_scored = result.task_runs

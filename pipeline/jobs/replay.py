@@ -22,6 +22,7 @@ their source file by line range (pipeline/jobs/replay_blocks.py).
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from pipeline.jobs.earlier import earlier_runs, landed_index
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
-from pipeline.jobs.score import score_locked
+from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.sources.blocks import UNREADABLE
 from pipeline.sources.lines import EMPTY_REPORT, LINE_SCHEMA
@@ -153,8 +154,11 @@ def _resolved_rows(
     )
 
 
-def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
-    """replay_quarantine(), for a caller that already holds the lake's lock."""
+def replay_locked(
+    lake: Path, rubric: Rubric | None = None, tx: lk.Transaction | None = None
+) -> ReplayReport:
+    """replay_quarantine(), for a caller that already holds the lake's lock; given ``tx``,
+    what lands is written in it and the caller commits."""
     started = time.perf_counter()
     chosen = lake_rubric(lake, rubric)
     batch_id = lk.new_batch_id()
@@ -186,7 +190,7 @@ def replay_locked(lake: Path, rubric: Rubric | None = None) -> ReplayReport:
     index = landed_index(store)
     for table in lk.RUN_TABLES:
         index[table].add(frames[table].get_column("run_id"))
-    with lk.Transaction(lake) as tx:
+    with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
         blocks = BlockReplay(
             store, tx, sorted(chosen.task.envs), batch_id, block_ranges(held), 1, index
         )
@@ -235,10 +239,13 @@ def replay_quarantine(
     """
     with use_settings(settings or current_settings()), lk.lake_lock(lake):
         prepare(lake)
-        report = replay_locked(lake, rubric)
-        if rescore:
-            chosen = lake_rubric(lake, rubric)
-            scored = score_locked(lake, chosen, full=False)
-            build_warehouse(lake, chosen.rubric_id)
-            report = replace(report, scored=scored)
-    return report
+        if not rescore:
+            return replay_locked(lake, rubric)
+        chosen = lake_rubric(lake, rubric)
+        verified = verify_landed(lake, chosen)
+        # Landed and scored in one transaction: a crash leaves no run without its score.
+        with lk.Transaction(lake) as tx:
+            report = replay_locked(lake, rubric, tx=tx)
+            scored = score_locked(lake, chosen, full=False, tx=tx, verified=verified)
+        build_warehouse(lake, chosen.rubric_id)
+        return replace(report, scored=scored)

@@ -8,6 +8,7 @@ under the current rubric yet.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from pipeline.compare import regressions as version_regressions
@@ -15,7 +16,7 @@ from pipeline.engines import Engine, LocalEngine
 from pipeline.jobs.results import ScoreResult
 from pipeline.rubric import Rubric
 from pipeline.storage import lake as lk
-from pipeline.storage.parts import check_and_repair
+from pipeline.storage.parts import Repair, check_and_repair
 from pipeline.storage.rubrics import current_rubric, stage_rubric
 from pipeline.storage.store import LakeStore
 from schemas.registry import SCORED
@@ -31,34 +32,54 @@ def pending_parts(store: LakeStore, rubric: Rubric) -> list[str]:
     return sorted(pending)
 
 
+def _to_score(store: LakeStore, rubric: Rubric, full: bool) -> tuple[list[str], bool, bool]:
+    """The parts a scoring under ``rubric`` reads, whether it is full, whether the rubric
+    changed: a different rubric means the whole history is rescored under it."""
+    before = current_rubric(store.root)
+    changed = before is None or before.rubric_id != rubric.rubric_id
+    full = full or changed
+    return (store.all_parts() if full else pending_parts(store, rubric)), full, changed
+
+
+def verify_landed(lake: Path, rubric: Rubric) -> Repair:
+    """Every landed file a scoring under ``rubric`` will read, hashed against its manifest:
+    a corrupt part is removed whole (its inputs will be read again) instead of scored.
+    Run before a transaction that lands parts and scores them (``score_locked``'s ``tx``):
+    a repair is a transaction of its own, and the parts that one stages are its own."""
+    parts, _, _ = _to_score(LakeStore(lake), rubric, False)
+    return check_and_repair(lake, deep=parts, rubrics=[rubric.rubric_id])
+
+
 def score_locked(
     lake: Path,
     rubric: Rubric,
     *,
     full: bool,
     engine: Engine | None = None,
+    tx: lk.Transaction | None = None,
+    verified: Repair | None = None,
 ) -> ScoreResult:
     """Score every part (full) or only the parts not yet scored under ``rubric``.
 
     The rubric becomes the lake's current one in the same transaction, so the
-    warehouse never shows a mix of two rubrics' scores.
+    warehouse never shows a mix of two rubrics' scores. Given ``tx`` (a command that
+    landed parts in it), the scores are written in it too and the parts read as it
+    will leave them, so a crash leaves no run landed without its score; the caller
+    commits, and has verified the landed parts before it opened ``tx`` (``verified``).
     """
     started = time.perf_counter()
-    store = LakeStore(lake)
+    store = LakeStore(lake, tx)
     before = current_rubric(lake)
-    # A different rubric means the whole history is rescored under it.
-    changed = before is None or before.rubric_id != rubric.rubric_id
-    full = full or changed
-    parts = store.all_parts() if full else pending_parts(store, rubric)
+    parts, full, changed = _to_score(store, rubric, full)
     if parts and (changed or not full):
         # New scores: the version table will be rebuilt from them at the end.
         version_regressions.warm()
-    # Every file about to be read is hashed against its manifest first: a corrupt part is
-    # removed whole (its inputs will be read again) instead of scored.
-    verified = check_and_repair(lake, deep=parts, rubrics=[rubric.rubric_id])
+    if tx is None:
+        verified = check_and_repair(lake, deep=parts, rubrics=[rubric.rubric_id])
+    verified = verified or Repair()
     parts = [part for part in parts if part not in verified.removed_parts]
     seconds: dict[str, float] = {}
-    with lk.Transaction(lake) as tx:
+    with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
         counts = (engine or LocalEngine()).score(store, rubric, parts, tx, seconds)
         if full:
             # Scores of parts that are no longer landed (removed by hand) go too; a table

@@ -400,6 +400,16 @@ class Transaction:
     def delete(self, target: Path) -> None:
         self.deletes.append(str(target))
 
+    def file_after(self, target: Path) -> Path | None:
+        """The file that holds ``target``'s bytes once this transaction commits, to read
+        before it does: the staged one, else ``target`` itself unless deleted or absent."""
+        for move in reversed(self.moves):
+            if move["to"] == str(target):
+                return Path(move["from"])
+        if str(target) in self.deletes or not target.exists():
+            return None
+        return target
+
     def staged_parquet(self, directory: Path) -> list[Path]:
         """The Parquet files staged so far to land in ``directory``."""
         return [
@@ -408,21 +418,27 @@ class Transaction:
             if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
         ]
 
-    def files_after(self, directory: Path) -> list[Path]:
-        """The Parquet files ``directory`` will hold once this transaction commits (staged
-        files in place of those they replace, deleted ones gone), to read before the commit."""
+    def after(self, directory: Path) -> dict[str, Path]:
+        """Each Parquet file ``directory`` will hold once this transaction commits, by its
+        name there, with the file that holds its bytes now: the staged one in place of
+        what it replaces; deleted ones gone. Landed files first, then staged, each by name."""
         staged = {
             Path(move["to"]).name: Path(move["from"])
             for move in self.moves
             if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
         }
         doomed = set(self.deletes)
-        kept = [
-            path
+        kept = {
+            path.name: path
             for path in parquet_files(directory)
             if path.name not in staged and str(path) not in doomed
-        ]
-        return sorted(kept) + [staged[name] for name in sorted(staged)]
+        }
+        return kept | {name: staged[name] for name in sorted(staged)}
+
+    def files_after(self, directory: Path) -> list[Path]:
+        """The Parquet files ``directory`` will hold once this transaction commits, to read
+        before the commit."""
+        return list(self.after(directory).values())
 
     def commit(self) -> None:
         # A file both rewritten and listed for deletion is kept: the rewrite wins.

@@ -30,9 +30,15 @@ def _schema(table: str) -> pl.Schema:
 
 @dataclass(frozen=True)
 class LakeStore:
-    """The lake at ``root``: its landed tables, its scores by rubric, its state files."""
+    """The lake at ``root``: its landed tables, its scores by rubric, its state files.
+
+    With ``pending``, its parts are read as the lake will be once that transaction commits
+    (the parts it stages, the scores it replaces): a command that lands and scores in one
+    transaction scores what it has not committed yet.
+    """
 
     root: Path
+    pending: lk.Transaction | None = None
 
     def _landed_dir(self, table: str) -> Path:
         return lk.table_dir(self.root, table)
@@ -40,27 +46,40 @@ class LakeStore:
     def _score_dir(self, rubric_id: str, table: str) -> Path:
         return lk.score_dir(self.root, rubric_id, table)
 
+    def _files(self, directory: Path) -> dict[str, Path]:
+        """The Parquet files of ``directory`` by name, with the file holding each one's bytes."""
+        if self.pending is not None:
+            return self.pending.after(directory)
+        return {path.name: path for path in lk.parquet_files(directory)}
+
     # Parts: which exist.
 
     def landed_parts(self, table: str) -> list[str]:
         """The parts a landed table holds (their file stems), sorted."""
-        files = lk.parquet_files(self._landed_dir(table))
-        return [path.stem for path in files if path.stem != EMPTY_STEM]
+        stems = (Path(name).stem for name in self._files(self._landed_dir(table)))
+        return sorted(stem for stem in stems if stem != EMPTY_STEM)
 
     def scored_parts(self, rubric_id: str, table: str) -> list[str]:
-        return [path.stem for path in lk.parquet_files(self._score_dir(rubric_id, table))]
+        return sorted(Path(name).stem for name in self._files(self._score_dir(rubric_id, table)))
 
     def all_parts(self) -> list[str]:
         """Every part that landed runs of either kind."""
         runs = set(self.landed_parts("task_runs")) | set(self.landed_parts("surface_runs"))
         return sorted(runs)
 
+    def _part_file(self, table: str, part: str) -> Path | None:
+        path = self._landed_dir(table) / f"{part}.parquet"
+        if self.pending is not None:
+            return self.pending.file_after(path)
+        return path if path.exists() else None
+
     def has_part(self, table: str, part: str) -> bool:
-        return (self._landed_dir(table) / f"{part}.parquet").exists()
+        return self._part_file(table, part) is not None
 
     def part_paths(self, table: str, parts: list[str]) -> list[Path]:
         """The files of ``parts`` in a landed table, for an engine with its own reader."""
-        return [self._landed_dir(table) / f"{part}.parquet" for part in parts]
+        directory = self._landed_dir(table)
+        return [self._part_file(table, part) or directory / f"{part}.parquet" for part in parts]
 
     def files(self, table: str, rubric_id: str | None = None) -> list[Path]:
         """Every file of a landed table (``rubric_id`` None) or of a score table under
@@ -88,10 +107,12 @@ class LakeStore:
         """One part of a landed table (an empty frame when the part has none of it)."""
         import polars as pl
 
-        path = self._landed_dir(table) / f"{part}.parquet"
+        path = self._part_file(table, part)
         schema = _schema(table)
         return (
-            pl.scan_parquet(path, schema=schema) if path.exists() else pl.LazyFrame(schema=schema)
+            pl.scan_parquet(path, schema=schema)
+            if path is not None
+            else pl.LazyFrame(schema=schema)
         )
 
     def scores(self, rubric_id: str, table: str) -> pl.LazyFrame:

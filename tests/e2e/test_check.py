@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.storage.lake import command_on
 from tests.paths import SAMPLE
 
 runner = CliRunner()
@@ -81,7 +82,9 @@ def test_a_missing_score_file_is_reported_until_scoring_mends_it(lake: Path) -> 
     score_file.unlink()
     code, found = violations(lake)
     assert code == 1
-    assert any("task_runs without a score under the current rubric" in v for v in found), found
+    (unscored,) = [v for v in found if "task_runs without a score under the current rubric" in v]
+    # the line names what mends it, and that mends it
+    assert unscored.endswith(f"; {command_on(lake, 'score')} scores every landed run again")
     code, output = invoke("score", "--lake", str(lake))
     assert code == 0, output
     assert violations(lake) == (0, [])

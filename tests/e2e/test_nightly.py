@@ -178,9 +178,11 @@ def _nightly_in_process(inbox: Path, lake: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _crash_sites(inbox: Path, lake: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+def _crash_sites(
+    inbox: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[str, list[int]]]:
     """Run the nightly job whole, in-process, and name its crash points in order: one site per
-    stretch of staged writes ("write") or journal moves ("move"), with its middle point."""
+    stretch of staged writes ("write") or journal moves ("move"), with its points."""
     callers: list[str] = []
     monkeypatch.setattr(
         lake_module, "_crash_point", lambda: callers.append(sys._getframe(1).f_code.co_name)
@@ -194,7 +196,7 @@ def _crash_sites(inbox: Path, lake: Path, monkeypatch: pytest.MonkeyPatch) -> li
             stretches[-1][1].append(point)
         else:
             stretches.append((kind, [point]))
-    return [(kind, points[len(points) // 2]) for kind, points in stretches]
+    return stretches
 
 
 @pytest.mark.slow
@@ -205,19 +207,20 @@ def test_killed_at_seeded_points_then_rerun_gives_the_uninterrupted_warehouse(
     reference = tmp_path / "reference"
     sites = _crash_sites(inbox, reference, monkeypatch)
     expected = warehouse_state(reference)
-    # Ingest, then score: each stages its files, writes its journal, then moves them.
-    assert [kind for kind, _ in sites] == ["write", "move", "write", "move", "write"]
-    ingest_staging, _ingest_moves, score_staging, score_moves, _run_record = sites
-    # Killed mid-staging, a job leaves work to discard; mid-move, a journal to finish. The
-    # ingest's moves are left out: finished, they leave the lake a kill in the score's staging
-    # leaves once discarded, and finishing a journal is the score's moves' case. So is the run
-    # record, written last: killed there, the lake is already the reference. The first kill is
-    # a real process's (the earliest point, so the least work before it), the others are
-    # in-process (tests/crash.py), a process start-up cheaper.
+    # The ingest and its scoring stage their files in one transaction, write its journal,
+    # then move them; the run record comes last.
+    assert [kind for kind, _ in sites] == ["write", "move", "write"]
+    (_, staging), (_, moves), _run_record = sites
+    # Killed mid-staging, the job leaves work to discard: at its first write (the ingest's)
+    # and its last (the scores'), so no kill between landing and scoring leaves a run
+    # without a score; mid-move, a journal to finish. Killed at the run record, written
+    # last, the lake is already the reference. The first kill is a real process's (the
+    # earliest point, so the least work before it), the others are in-process
+    # (tests/crash.py), a process start-up cheaper.
     for (kind, point), real in (
-        (ingest_staging, True),
-        (score_staging, False),
-        (score_moves, False),
+        (("write", staging[0]), True),
+        (("write", staging[-1]), False),
+        (("move", moves[len(moves) // 2]), False),
     ):
         lake = tmp_path / f"killed-{point}"
         if real:
@@ -228,6 +231,9 @@ def test_killed_at_seeded_points_then_rerun_gives_the_uninterrupted_warehouse(
             assert kill.fired, f"crash point {point}"
         journals = list((lake / "_staging").glob("*/COMMIT.json"))
         assert bool(journals) == (kind == "move"), f"crash point {point} is not a {kind}"
+        if kind == "write":
+            # Nothing landed: no run is left without its score.
+            assert not lake_module.parquet_files(lake_module.table_dir(lake, "task_runs"))
         _nightly_in_process(inbox, lake)
         assert warehouse_state(lake) == expected, f"crash point {point}"
         assert not list(lake.rglob(".*.tmp"))
