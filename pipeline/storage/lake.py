@@ -377,6 +377,10 @@ class Transaction:
         self.stage.mkdir(parents=True)
         self.moves: list[dict[str, str]] = []
         self.deletes: list[str] = []
+        # The last staged file of each target, and the targets to delete, by path: looked up
+        # once per part read while the transaction is open (``file_after``).
+        self._staged: dict[str, str] = {}
+        self._deleted: set[str] = set()
 
     def write(self, target: Path, frame: pl.DataFrame, *, unless_held: bool = False) -> Path:
         """Stage ``frame`` to land at ``target``; returns the staged file (whose bytes, and
@@ -390,23 +394,29 @@ class Transaction:
         if unless_held and _holds(target, frame):
             return target
         staged = write_parquet_atomic(frame, self.stage / f"{len(self.moves):06d}.parquet")
-        self.moves.append({"from": str(staged), "to": str(target)})
+        self._move(staged, target)
         return staged
 
     def write_json(self, target: Path, document: Any) -> None:
         staged = write_json_atomic(document, self.stage / f"{len(self.moves):06d}.json")
+        self._move(staged, target)
+
+    def _move(self, staged: Path, target: Path) -> None:
         self.moves.append({"from": str(staged), "to": str(target)})
+        self._staged[str(target)] = str(staged)
 
     def delete(self, target: Path) -> None:
         self.deletes.append(str(target))
+        self._deleted.add(str(target))
 
     def file_after(self, target: Path) -> Path | None:
         """The file that holds ``target``'s bytes once this transaction commits, to read
-        before it does: the staged one, else ``target`` itself unless deleted or absent."""
-        for move in reversed(self.moves):
-            if move["to"] == str(target):
-                return Path(move["from"])
-        if str(target) in self.deletes or not target.exists():
+        before it does: the staged one (a rewrite wins over a delete, as in ``commit``), else
+        ``target`` itself unless deleted or absent."""
+        staged = self._staged.get(str(target))
+        if staged is not None:
+            return Path(staged)
+        if str(target) in self._deleted or not target.exists():
             return None
         return target
 
