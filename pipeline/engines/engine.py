@@ -94,7 +94,7 @@ class SparkEngine(_Scoring):
         def run(
             store: LakeStore, rubric: Rubric, parts: list[str], seconds: dict[str, float]
         ) -> ScoredParts:
-            return scored_parts(store.root, rubric, parts, self.master)
+            return scored_parts(store, rubric, parts, self.master)
 
         return run
 

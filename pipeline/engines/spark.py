@@ -99,16 +99,25 @@ def _mapper(family: Family, rubric_document: dict[str, Any], output: StructType)
     return run
 
 
-def _files(lake: Path, table: str, parts: list[str]) -> list[str]:
-    # file:// URIs: on a cluster whose default filesystem is HDFS, a bare path would
-    # name a different file; the lake is a POSIX path every node mounts.
-    paths = LakeStore(lake).part_paths(table, parts)
-    return [path.resolve().as_uri() for path in paths if path.exists()]
+def _files(store: LakeStore, table: str, parts: list[str]) -> dict[str, str]:
+    """Each file of ``parts`` in a landed table (the one an open transaction staged for a
+    part it lands, else the lake's) as a file:// URI, with its part. URIs: on a cluster
+    whose default filesystem is HDFS, a bare path would name a different file; the lake is a
+    POSIX path every node mounts."""
+    paths = store.part_paths(table, parts)
+    return {
+        path.resolve().as_uri(): part
+        for path, part in zip(paths, parts, strict=True)
+        if path.exists()
+    }
 
 
-def _with_part(frame: DataFrame) -> DataFrame:
-    """The landed part a row came from: its file's stem (Spark's hidden file metadata)."""
-    return frame.withColumn(PART, F.regexp_replace(F.col("_metadata.file_name"), r"\.parquet$", ""))
+def _with_part(frame: DataFrame, files: dict[str, str]) -> DataFrame:
+    """The landed part a row came from, by its file's name (Spark's hidden file metadata):
+    a staged file is named by its transaction, not by its part, so the name is looked up."""
+    parts = {Path(uri).name: part for uri, part in files.items()}
+    names = F.create_map(*[F.lit(item) for pair in parts.items() for item in pair])
+    return frame.withColumn(PART, names[F.col("_metadata.file_name")])
 
 
 def _nested(
@@ -126,18 +135,20 @@ def _empty_list(spark: SparkSession, schema: StructType, column: str) -> Any:
     return F.lit(None).cast(schema[column].dataType)
 
 
-def _input(spark: SparkSession, lake: Path, parts: list[str], family: Family) -> DataFrame | None:
+def _input(
+    spark: SparkSession, store: LakeStore, parts: list[str], family: Family
+) -> DataFrame | None:
     """The batches of ``family``: a row per run of ``parts``, its children nested."""
-    run_files = _files(lake, family.runs, parts)
+    run_files = _files(store, family.runs, parts)
     if not run_files:
         return None
     schema = _spark_schema(stages.input_schema(family, CARRY))
     run_columns = family.landed[family.runs]
-    runs = _with_part(spark.read.parquet(*run_files)).select(*run_columns, PART)
+    runs = _with_part(spark.read.parquet(*run_files), run_files).select(*run_columns, PART)
     for table in family.children:
         column = stages.NESTED[table]
         nested = _nested(
-            spark, _files(lake, table, parts), column, stages.child_fields(family, table)
+            spark, list(_files(store, table, parts)), column, stages.child_fields(family, table)
         )
         runs = (
             runs.join(nested, on="run_id", how="left")
@@ -188,7 +199,7 @@ def _session(master: str, spark: SparkSession | None) -> Iterator[SparkSession]:
 
 
 def scored_parts(
-    lake: Path,
+    store: LakeStore,
     rubric: Rubric,
     parts: list[str],
     master: str = DEFAULT_SPARK_MASTER,
@@ -202,15 +213,14 @@ def scored_parts(
     """
     if not parts:
         return
-    store = LakeStore(lake)
-    root = lake / SCRATCH
+    root = store.root / SCRATCH
     # We hold the lock, so anything here is a dead run's leftover.
     shutil.rmtree(root, ignore_errors=True)
     scratch = root / uuid.uuid4().hex
     try:
         with _session(master, spark) as session:
             for family in FAMILIES:
-                frame = _input(session, lake, parts, family)
+                frame = _input(session, store, parts, family)
                 if frame is not None:
                     _score_to_scratch(frame, family, rubric, scratch / family.runs)
         for part in parts:
@@ -252,5 +262,6 @@ def score_with_spark(
     commits or aborts the result as one unit.
     """
     counts = dict.fromkeys((name for family in FAMILIES for name in family.scores), 0)
-    scored = scored_parts(lake, rubric, parts, master, spark=spark)
-    return counts | write_scores(LakeStore(lake), rubric, scored, tx, {}, len(parts))
+    store = LakeStore(lake, tx)
+    scored = scored_parts(store, rubric, parts, master, spark=spark)
+    return counts | write_scores(store, rubric, scored, tx, {}, len(parts))

@@ -100,6 +100,12 @@ def nightly(
     seconds: dict[str, float] = {}
     with use_settings(settings or current_settings()), lk.lake_lock(lake):
         notes = prepare(lake)
+        before = current_rubric(lake)
+        rubric = lake_rubric(lake, rubric)
+        # Before the ledger is read: a part this removes takes its inbox files out of the
+        # ledger, so they count as new tonight (the ingest writes the ledger it read back).
+        verified = verify_landed(lake, rubric)
+        notes.extend(verified.problems)
         with timed(seconds, "scan"):
             scanned = scan_inputs([inbox], lake)
             files = scanned.files
@@ -109,8 +115,6 @@ def nightly(
             # A file that cannot be read now is ingested (quarantined whole, with why) and
             # left out of the ledger, so a later night reads it again.
             new = [path for path in files if digests[path] is None or digests[path] not in ledger]
-        before = current_rubric(lake)
-        rubric = lake_rubric(lake, rubric)
         summary = NightlySummary(
             started_at=started.isoformat(),
             inbox=str(inbox),
@@ -149,7 +153,6 @@ def nightly(
                     }
                     return {LEDGER: {**ledger, **entries}}
 
-            verified = verify_landed(lake, rubric)
             # Landed and scored in one transaction: a crash leaves no run without its score.
             with lk.Transaction(lake) as tx:
                 if new:

@@ -47,6 +47,8 @@ def verify_landed(lake: Path, rubric: Rubric) -> Repair:
     Run before a transaction that lands parts and scores them (``score_locked``'s ``tx``):
     a repair is a transaction of its own, and the parts that one stages are its own."""
     parts, _, _ = _to_score(LakeStore(lake), rubric, False)
+    if not parts:
+        return Repair()  # nothing landed to hash (``prepare`` has surveyed the lake)
     return check_and_repair(lake, deep=parts, rubrics=[rubric.rubric_id])
 
 
@@ -68,15 +70,19 @@ def score_locked(
     commits, and has verified the landed parts before it opened ``tx`` (``verified``).
     """
     started = time.perf_counter()
+    if (tx is None) != (verified is None):
+        raise ValueError(
+            "score_locked verifies the parts itself, or is given a transaction and what "
+            "verify_landed found before it was opened"
+        )
     store = LakeStore(lake, tx)
     before = current_rubric(lake)
     parts, full, changed = _to_score(store, rubric, full)
     if parts and (changed or not full):
         # New scores: the version table will be rebuilt from them at the end.
         version_regressions.warm()
-    if tx is None:
+    if verified is None:
         verified = check_and_repair(lake, deep=parts, rubrics=[rubric.rubric_id])
-    verified = verified or Repair()
     parts = [part for part in parts if part not in verified.removed_parts]
     seconds: dict[str, float] = {}
     with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:

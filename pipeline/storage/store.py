@@ -32,9 +32,11 @@ def _schema(table: str) -> pl.Schema:
 class LakeStore:
     """The lake at ``root``: its landed tables, its scores by rubric, its state files.
 
-    With ``pending``, its parts are read as the lake will be once that transaction commits
-    (the parts it stages, the scores it replaces): a command that lands and scores in one
-    transaction scores what it has not committed yet.
+    With ``pending``, which parts exist and each part's files (``landed_parts``,
+    ``scored_parts``, ``all_parts``, ``has_part``, ``part``, ``part_paths``) are read as the
+    lake will be once that transaction commits: a command that lands and scores in one
+    transaction scores what it has not committed yet. The whole-table reads (``landed``,
+    ``scores``, ``files``) take a transaction of their own, or read what is committed.
     """
 
     root: Path

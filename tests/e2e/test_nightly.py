@@ -302,3 +302,33 @@ def test_a_file_that_cannot_be_hashed_does_not_stop_the_night(
     assert summary.landed_task_runs > 160  # the locked file's 160 runs and cinder's
     paths = {entry["path"] for entry in nightly.read_ledger(lake).values()}
     assert str(inbox / "locked.jsonl") not in paths and paths
+
+
+@pytest.mark.slow
+def test_a_part_removed_as_corrupt_is_read_again_the_same_night(tmp_path: Path) -> None:
+    """A rubric change hashes every part before the night lands and scores in one
+    transaction: a corrupt part is removed with its inbox files taken out of the ledger,
+    and the files count as new that same night (the ledger the ingest writes back is read
+    after the repair, so it does not put them back)."""
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    (inbox / "tasks").mkdir(parents=True)
+    shutil.copy(SAMPLE / "tasks" / "cinder.jsonl.gz", inbox / "tasks")
+    first = nightly.nightly(inbox, lake, DEFAULT)
+    # bit rot in a child table: same size, same mtime
+    (part,) = lake_module.parquet_files(lake_module.table_dir(lake, "task_components"))
+    stat = part.stat()
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    line = json.loads((SAMPLE / "tasks" / "atlas.jsonl").read_text().splitlines()[0])
+    (inbox / "tasks" / "later.jsonl").write_text(json.dumps({**line, "run_id": "late"}) + "\n")
+    strict = parse_rubric({"rubric_id": "strict", "task": {"failure_threshold": 0.5}})
+    second = nightly.nightly(inbox, lake, strict)
+    assert any("removed whole" in note for note in second.notes), second.notes
+    assert second.files_new == 2  # the later file, and the removed part's file again
+    assert second.check_ok, second.check_violations
+    with duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("select count(*) from task_runs").fetchone() == (
+            first.landed_task_runs + 1,
+        )

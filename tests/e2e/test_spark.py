@@ -317,3 +317,34 @@ def test_an_aborted_spark_scoring_leaves_the_lake_as_it_was(
     after = sorted(str(p.relative_to(lake)) for p in lake.rglob("*") if p.is_file())
     assert after == before
     assert _score_files(lake, rubric) == {}
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(SPARK_MISSING is not None, reason=SPARK_MISSING or "")
+def test_spark_scores_the_parts_its_own_transaction_lands(tmp_path: Path, spark: Any) -> None:
+    # ingest, run and nightly land and score in one transaction: Spark reads the parts it
+    # stages (files named by the transaction, not by their part), before they are in the lake
+    from pipeline.engines.spark import score_with_spark
+
+    source = tmp_path / "runs.jsonl"
+    sim.write_task_jsonl(source, 1_200, seed=11)  # past CHUNK_BYTES: several parts
+    rubric = parse_rubric({})
+    lake, local = tmp_path / "lake", tmp_path / "local"
+    with lk.lake_lock(lake), lk.Transaction(lake) as tx:
+        report = ingest_locked([source], lake, chunk_bytes=CHUNK_BYTES, tx=tx)
+        parts = LakeStore(lake, tx).all_parts()
+        assert parts == report.parts and len(parts) >= 2
+        assert LakeStore(lake).all_parts() == []  # staged, not landed yet
+        counts = score_with_spark(lake, rubric, parts, tx, spark=spark)
+    assert counts["task_scores"] == report.landed_task_runs
+    jobs.ingest([source], local, rubric)
+    for table in ("task_scores", "task_component_scores"):
+        assert_frame_equal(
+            _sorted(_scores_of(lake, rubric, table), table),
+            _sorted(_scores_of(local, rubric, table), table),
+        )
+
+
+def _scores_of(lake: Path, rubric: Rubric, table: str) -> pl.DataFrame:
+    files = lk.parquet_files(lk.score_dir(lake, rubric.rubric_id, table))
+    return pl.concat([pl.read_parquet(p) for p in files if p.stem != EMPTY_STEM])

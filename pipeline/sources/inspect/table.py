@@ -239,7 +239,8 @@ def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
         for sample_id, epoch in keys
         if (sample_id, epoch) not in held
     ]
-    yield from _uncounted(missing, len(held - set(keys)))
+    # As for a .eval log: every sample held beyond those listed (a repeat counts too).
+    yield from _uncounted(missing, len(samples) - len(keys) + len(missing))
 
 
 def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:

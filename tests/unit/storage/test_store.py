@@ -172,3 +172,34 @@ def test_the_engine_is_chosen_once_as_a_type() -> None:
     assert _engine_or_exit(Engine.local, None) == LocalEngine()
     assert _engine_or_exit(Engine.spark, None) == SparkEngine("local[2]")
     assert _engine_or_exit(Engine.spark, "spark://h:7077") == SparkEngine("spark://h:7077")
+
+
+def test_a_store_over_an_open_transaction_reads_the_lake_it_will_leave(tmp_path: Path) -> None:
+    # p1 landed before; the open transaction lands p2, rewrites p1's scores, deletes p0's
+    committed = LakeStore(tmp_path)
+    scores = pl.DataFrame(schema=polars_schema(SCORED["task_scores"]))
+    with lk.Transaction(tmp_path) as tx:
+        committed.write_part(tx, "b1-p00001", {"quarantine_resolved": resolved(1)}, ["a.jsonl"])
+        for part in ("p0", "p1"):
+            committed.write_scores(tx, "default", part, "task_scores", scores)
+    with pytest.raises(RuntimeError), lk.Transaction(tmp_path) as tx:
+        committed.write_part(tx, "b2-p00000", {"quarantine_resolved": resolved(2, 3)}, ["b.jsonl"])
+        committed.write_scores(tx, "default", "p1", "task_scores", HELD)
+        tx.delete(lk.score_dir(tmp_path, "default", "task_scores") / "p0.parquet")
+        pending = LakeStore(tmp_path, tx)
+        table = "quarantine_resolved"
+        assert pending.landed_parts(table) == ["b1-p00001", "b2-p00000"]
+        assert committed.landed_parts(table) == ["b1-p00001"]
+        assert pending.has_part(table, "b2-p00000") and not committed.has_part(table, "b2-p00000")
+        assert pending.part(table, "b2-p00000").collect()["line"].to_list() == [2, 3]
+        assert committed.part(table, "b2-p00000").collect().height == 0
+        (staged,) = pending.part_paths(table, ["b2-p00000"])
+        assert staged.parent == tx.stage
+        assert pending.scored_parts("default", "task_scores") == ["p1"]
+        assert committed.scored_parts("default", "task_scores") == ["p0", "p1"]
+        # a rewrite is read from its staged file; a target written twice, from the last
+        rewritten = tx.file_after(lk.score_dir(tmp_path, "default", "task_scores") / "p1.parquet")
+        assert rewritten is not None and pl.read_parquet(rewritten).height == HELD.height
+        assert tx.file_after(tmp_path / "nowhere.parquet") is None
+        raise RuntimeError("aborted: nothing of it lands")
+    assert committed.landed_parts("quarantine_resolved") == ["b1-p00001"]
