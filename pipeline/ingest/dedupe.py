@@ -18,10 +18,12 @@ class Deduped:
     batch: Batch
     skipped_duplicates: int
     already_quarantined: int
-    # The rows (row_nr) skipped as exact duplicates of runs landed before: their file's runs
-    # are in the lake, though none of its lines landed now.
+    # The rows (row_nr, source, line, run_id) skipped as exact duplicates of runs landed
+    # before: their file's runs are in the lake, though none of its lines landed now.
     duplicate_rows: pl.DataFrame = field(
-        default_factory=lambda: pl.DataFrame(schema={"row_nr": pl.UInt32})
+        default_factory=lambda: pl.DataFrame(
+            schema={"row_nr": pl.UInt32, "source": pl.String, "line": pl.Int64, "run_id": pl.String}
+        )
     )
 
 
@@ -75,7 +77,9 @@ def _dedupe_runs(
     clashes = marked.filter(pl.col("clash").is_not_null()).select(
         "row_nr", "source", "line", reason="clash", raw="record"
     )
-    skipped = marked.filter(pl.col("clash").is_null() & pl.col("duplicate")).select("row_nr")
+    skipped = marked.filter(pl.col("clash").is_null() & pl.col("duplicate")).select(
+        "row_nr", "source", "line", "run_id"
+    )
     kept = marked.filter(pl.col("clash").is_null() & ~pl.col("duplicate")).select(runs.columns)
     return kept, skipped, clashes
 
@@ -153,7 +157,7 @@ def dedupe(
     return Deduped(
         batch=deduped,
         duplicate_rows=pl.concat([task_skipped, surface_skipped]).select(
-            pl.col("row_nr").cast(pl.UInt32)
+            pl.col("row_nr").cast(pl.UInt32), "source", pl.col("line").cast(pl.Int64), "run_id"
         ),
         skipped_duplicates=task_skipped.height
         + surface_skipped.height

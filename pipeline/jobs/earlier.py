@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.ingest.batch import Batch
-from pipeline.ingest.dedupe import touching
+from pipeline.ingest.dedupe import Deduped, touching
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
@@ -93,11 +93,38 @@ def unread_before(store: LakeStore) -> pl.DataFrame:
     )
 
 
+def repeated_places(batch: Batch, deduped: Deduped) -> pl.DataFrame:
+    """Each place (source, line) of ``batch`` whose line is an exact copy of a run, with that
+    run's id: of a run landed before (dedupe), or of a line earlier in the chunk (found while
+    parsing), whether that one landed now or was itself a copy."""
+    runs = pl.concat(
+        [deduped.batch.tables[table].select("row_nr", "run_id") for table in lk.RUN_TABLES]
+        + [deduped.duplicate_rows.select("row_nr", "run_id")]
+    )
+    copied = batch.copies.join(runs, left_on="first_row", right_on="row_nr")
+    return pl.concat(
+        [
+            deduped.duplicate_rows.select("source", "line", "run_id"),
+            copied.select("source", "line", "run_id"),
+            batch.skipped_reports.select("source", "line", "run_id"),
+        ]
+    )
+
+
+def resolved_before(store: LakeStore) -> pl.DataFrame:
+    """The places (source, line, text) whose quarantine rows are resolved already: not
+    resolved again. Read once an ingest, as ``unread_before``."""
+    text = pl.col("raw").fill_null("").alias("text")
+    return store.landed("quarantine_resolved").select("source", "line", text).unique().collect()
+
+
 def superseded_quarantine(
     frames: dict[str, pl.DataFrame],
     held: pl.DataFrame,
     batch_id: str,
     unread: pl.DataFrame | None = None,
+    repeated: pl.DataFrame | None = None,
+    resolved: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Quarantine rows whose place (source, line) this batch has read anew.
 
@@ -106,13 +133,33 @@ def superseded_quarantine(
     place: its old quarantine row is resolved by the run it became, as a replay does
     (outcome ``landed``). A place quarantined again with other text (the file changed)
     keeps only the newer row: the older one is ``superseded``, and so is an ``unread``
-    row (a file that could not be read) once this batch has read lines of its file.
+    row (a file that could not be read) once this batch has read lines of its file. A place
+    whose line is now an exact copy of a run landed before (``repeated``: source, line,
+    run_id) resolves its row as a ``duplicate`` of that run. A row ``resolved`` before
+    (source, line, text) is left as it is.
     """
-    earlier = held.filter(pl.col("line") > 0).select("source", "line", "raw")
+
+    def still_open(rows: pl.DataFrame) -> pl.DataFrame:
+        if resolved is None:
+            return rows
+        text = pl.col("raw").fill_null("").alias("text")
+        return rows.with_columns(text).join(resolved, on=["source", "line", "text"], how="anti")
+
+    earlier = still_open(held.filter(pl.col("line") > 0).select("source", "line", "raw"))
     landed = pl.concat(
         [frames[table].select("run_id", "source", "line") for table in lk.RUN_TABLES]
     )
-    relanded = earlier.join(landed, on=["source", "line"]).with_columns(outcome=pl.lit("landed"))
+    copies = (
+        pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "run_id": pl.String})
+        if repeated is None
+        else repeated.select("source", "line", "run_id")
+    )
+    relanded = pl.concat(
+        [
+            earlier.join(landed, on=["source", "line"]).with_columns(outcome=pl.lit("landed")),
+            earlier.join(copies, on=["source", "line"]).with_columns(outcome=pl.lit("duplicate")),
+        ]
+    )
     requarantined = (
         earlier.join(
             frames["quarantine"].select("source", "line", new_raw="raw"), on=["source", "line"]
@@ -125,11 +172,12 @@ def superseded_quarantine(
     read = pl.concat(
         [frames[table].select("source") for table in lk.RUN_TABLES]
         + [frames["quarantine"].filter((pl.col("line") > 0) | ~read_again()).select("source")]
+        + [copies.select("source")]
     )
     reread = (
         pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
         if unread is None
-        else unread.join(read.unique(), on="source", how="semi")
+        else still_open(unread).join(read.unique(), on="source", how="semi")
     ).select("source", "line", "raw", run_id=pl.lit(None, pl.String), outcome=pl.lit("superseded"))
     rows = (
         pl.concat(

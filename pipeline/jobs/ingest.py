@@ -84,8 +84,10 @@ def ingest_locked(
     ]
     resolved = (
         [
-            f"{totals['resolved']} earlier quarantine row(s) resolved: their lines were read "
-            "again (same file and line) and landed, or were quarantined with other text"
+            f"{totals['resolved']} earlier quarantine row(s) resolved: their places were read "
+            "again (same file and line) and landed, were copies of runs landed before, or were "
+            "quarantined with other text; or their whole file, unreadable or still running "
+            "then, was read (quarantine_resolved has each, with its outcome)"
         ]
         if totals["resolved"]
         else []

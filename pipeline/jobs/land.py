@@ -30,6 +30,8 @@ from pipeline.jobs.earlier import (
     earlier_quarantine,
     earlier_runs,
     read_again,
+    repeated_places,
+    resolved_before,
     superseded_quarantine,
     unread_before,
 )
@@ -74,17 +76,19 @@ class Lander:
     failed: dict[str, str] = field(default_factory=dict)
     # What the reader said about files as a whole (sources.lines.Lines.notes).
     notes: list[str] = field(default_factory=list)
-    # The lake's "could not read the file" rows, read at the first chunk that needs them.
+    # The lake's whole-file rows a later reading resolves (``READ_AGAIN``), and the places
+    # resolved already, read at the first chunk that needs them.
     unread: pl.DataFrame | None = None
+    resolved: pl.DataFrame | None = None
     # Per input file, the bad lines kept with their raw text so far (the rest are blocks).
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
 
     def unread_sources(self) -> set[str]:
-        """The input files quarantined whole (line 0) for a reason after which reading them
-        again may land them: the system would not let us read them, or an Inspect eval was
-        still running (the nightly reads them again, changed or not)."""
+        """The input files quarantined whole (line 0) in this run for a reason after which
+        reading them again may land them (``READ_AGAIN``): the nightly leaves them out of its
+        ledger, so a later night reads them again, changed or not."""
         if not self.outcomes:
             return set()
         whole = pl.concat(self.outcomes).filter(pl.col("whole") & read_again())
@@ -164,7 +168,12 @@ class Lander:
         frames = guarded(landed_frames, result.batch)
         if self.unread is None:
             self.unread = unread_before(self.store)
-        resolved = superseded_quarantine(frames, held, self.batch_id, self.unread)
+        if self.resolved is None:
+            self.resolved = resolved_before(self.store)
+        repeated = repeated_places(batch, result)
+        resolved = superseded_quarantine(
+            frames, held, self.batch_id, self.unread, repeated, self.resolved
+        )
         frames["quarantine_resolved"] = resolved
         # Resolved once: a file read over several chunks does not resolve its row again.
         self.unread = self.unread.join(

@@ -20,9 +20,11 @@ UNREADABLE = "could not read the file"
 # An Inspect log whose eval is still running (status "started"): it is read once the eval
 # has ended, whole, so that each sample is numbered once and carries the log's last status.
 STILL_RUNNING = "the Inspect eval is still running"
+# An Inspect log that does not open (a .eval still being copied is a ZIP without its end).
+UNREADABLE_LOG = "not a readable Inspect AI log"
 # The whole-file (line 0) reasons after which a later reading of the file may land it: its
 # row is resolved (superseded) once a later ingest reads lines of the file.
-READ_AGAIN = (UNREADABLE, STILL_RUNNING)
+READ_AGAIN = (UNREADABLE, STILL_RUNNING, UNREADABLE_LOG)
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 

@@ -684,3 +684,45 @@ def test_the_indexes_eval_set_writes_are_skipped_not_quarantined(tmp_path: Path)
         f"{folder / name}: the index Inspect's eval_set keeps of its logs, skipped"
         for name in ("empty/logs.json", "eval-set.json", "logs.json")
     ]
+
+
+@pytest.mark.slow
+def test_rows_are_resolved_when_a_log_read_again_holds_only_copies(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    # Every sample of logs[0] is in the lake already (read from another folder). Three
+    # copies of it then go wrong first: one with a sample that cannot be read, one read
+    # while its eval ran, one cut short (copied while the eval wrote it). Mended and read
+    # again they hold only copies of landed runs; their rows are resolved all the same.
+    import zipfile
+
+    with zipfile.ZipFile(logs[0]) as archive:
+        names = archive.namelist()
+    first = sorted(n for n in names if n.startswith("samples/"))[0]
+    lake = tmp_path / "lake"
+    shutil.copyfile(logs[0], (tmp_path / "landed").mkdir() or tmp_path / "landed" / "a.eval")
+    assert pipeline("ingest", tmp_path / "landed", "--lake", lake).returncode == 0
+    broken = _rewritten(
+        logs[0], tmp_path / "inbox" / "broken.eval", lambda n: True,
+        lambda n, data: b"{not json" if n == first else data,
+    )  # fmt: skip
+    running = _rewritten(logs[0], tmp_path / "inbox" / "running.eval", lambda n: n != "header.json")
+    cut = tmp_path / "inbox" / "cut.eval"
+    cut.write_bytes(logs[0].read_bytes()[:2000])
+    assert pipeline("ingest", tmp_path / "inbox", "--lake", lake).returncode == 0
+    rows = _rows(lake, "select source, line from quarantine order by source")
+    assert [(Path(source).name, line > 0) for source, line in rows] == [
+        ("broken.eval", True),
+        ("cut.eval", False),
+        ("running.eval", False),
+    ]
+    for log in (broken, running, cut):
+        shutil.copyfile(logs[0], log)
+    assert pipeline("ingest", tmp_path / "inbox", "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+    outcomes = "select outcome, count(*) from quarantine_resolved group by all order by all"
+    assert _rows(lake, outcomes) == [("duplicate", 1), ("superseded", 2)]
+    assert pipeline("check", "--lake", lake).returncode == 0
+    # read once more: nothing is resolved twice
+    assert pipeline("ingest", tmp_path / "inbox", "--lake", lake).returncode == 0
+    assert _rows(lake, outcomes) == [("duplicate", 1), ("superseded", 2)]

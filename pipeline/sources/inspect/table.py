@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.settings import MAX_REPORT_BYTES_ENV
-from pipeline.sources.blocks import STILL_RUNNING
+from pipeline.sources.blocks import STILL_RUNNING, UNREADABLE_LOG
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import (
     LIFTED_SAMPLE_FIELDS,
@@ -276,7 +276,7 @@ def inspect_frames(
             return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
-        yield one_line(source, 0, None, f"not a readable Inspect AI log ({failure_text(exc)})"), 0
+        yield one_line(source, 0, None, f"{UNREADABLE_LOG} ({failure_text(exc)})"), 0
         return
     if header.status == RUNNING_STATUS:
         # Read once the eval has ended: its samples then come in their final order, with the
@@ -310,9 +310,7 @@ def inspect_frames(
             if next_line == 1:
                 # No sample read at all (say, a log without sample ids): the whole log.
                 yield (
-                    one_line(
-                        source, 0, None, f"not a readable Inspect AI log ({failure_text(exc)})"
-                    ),
+                    one_line(source, 0, None, f"{UNREADABLE_LOG} ({failure_text(exc)})"),
                     0,
                 )
                 return
