@@ -72,10 +72,22 @@ def check_parts(lake: Path) -> list[str]:
     except RubricError:
         current = None  # check_rubric names it; every rubric's score files are decoded
     problems = part_problems(lake, None if current is None else current.rubric_id)
-    return problems + [
-        f"an interrupted run left {stage}; the next run, score or nightly finishes or discards it"
-        for stage in LakeStore(lake).leftover_stages()
-    ]
+    return problems + [_leftover(stage) for stage in LakeStore(lake).leftover_stages()]
+
+
+def _leftover(stage: Path) -> str:
+    """A dead run's staging folder: cut short before its commit (the lake is as it was), or
+    midway through its moves, when other lines of the check may be that half-moved state."""
+    if (stage / lk.JOURNAL_NAME).exists():
+        return (
+            f"a commit was cut short midway: {stage} holds its journal, and the lake is between "
+            "two states until the next run, score or nightly completes it (other lines here may "
+            "be that state)"
+        )
+    return (
+        f"an interrupted run left {stage}, never committed (the lake is as it was); the next "
+        "run, score or nightly discards it"
+    )
 
 
 def check_lines(lake: Path) -> list[str]:

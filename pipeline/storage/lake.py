@@ -358,6 +358,8 @@ def staging_dir(lake: Path) -> Path:
 
 # How a commit journal names its files: relative to the lake's root.
 JOURNAL_PATHS = "lake-relative"
+# The journal a commit writes into its staging folder before it moves a file.
+JOURNAL_NAME = "COMMIT.json"
 
 
 class Transaction:
@@ -465,7 +467,7 @@ class Transaction:
             "moves": [{"from": inside(m["from"]), "to": inside(m["to"])} for m in self.moves],
             "deletes": [inside(d) for d in self.deletes if d not in written],
         }
-        write_json_atomic(journal, self.stage / "COMMIT.json")
+        write_json_atomic(journal, self.stage / JOURNAL_NAME)
         _apply(self.stage)
 
     def abort(self) -> None:
@@ -517,7 +519,7 @@ def _discard(stage: Path) -> None:
 def _journal(stage: Path) -> dict[str, Any] | None:
     """The stage's COMMIT.json, or None when it is not a journal (not JSON, wrong shape)."""
     try:
-        journal = json.loads((stage / "COMMIT.json").read_bytes())
+        journal = json.loads((stage / JOURNAL_NAME).read_bytes())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     shaped = (
@@ -534,7 +536,7 @@ def _journal(stage: Path) -> dict[str, Any] | None:
 
 
 def _apply(stage: Path, journal: dict[str, Any] | None = None) -> None:
-    journal = journal or json.loads((stage / "COMMIT.json").read_text())
+    journal = journal or json.loads((stage / JOURNAL_NAME).read_text())
     # The lake the stage is in (<lake>/_staging/<batch>), wherever the lake is now. A journal
     # written before its paths were the lake's names them as that command was given them.
     lake = stage.parent.parent
@@ -548,7 +550,7 @@ def _apply(stage: Path, journal: dict[str, Any] | None = None) -> None:
             fsync_path(target.parent)
     for doomed in journal["deletes"]:
         place(doomed).unlink(missing_ok=True)
-    (stage / "COMMIT.json").unlink()
+    (stage / JOURNAL_NAME).unlink()
     _discard(stage)
 
 
@@ -559,14 +561,14 @@ def recover(lake: Path) -> list[str]:
     if not root.is_dir():
         return done
     for stage in sorted(root.iterdir()):
-        if (stage / "COMMIT.json").exists():
+        if (stage / JOURNAL_NAME).exists():
             journal = _journal(stage)
             if journal is None:
                 # The journal is written whole before any move, so a broken one was damaged
                 # afterwards: which moves it named is unknown. The staged files are dropped;
                 # the part checks that follow mend any part they had half-landed.
                 done.append(
-                    f"{stage / 'COMMIT.json'} is not a valid commit journal: its staged "
+                    f"{stage / JOURNAL_NAME} is not a valid commit journal: its staged "
                     f"files were discarded, the lake kept as last committed"
                 )
                 _discard(stage)

@@ -234,6 +234,15 @@ def test_killed_at_seeded_points_then_rerun_gives_the_uninterrupted_warehouse(
         if kind == "write":
             # Nothing landed: no run is left without its score.
             assert not lake_module.parquet_files(lake_module.table_dir(lake, "task_runs"))
+        # check says which: nothing committed, or a commit to complete (which its other
+        # lines, a half-moved lake's, follow from)
+        checked = pipeline("check", "--lake", lake)
+        assert checked.returncode == 1
+        said = " ".join(checked.stdout.split())
+        if kind == "write":
+            assert "never committed (the lake is as it was)" in said, said
+        else:
+            assert "a commit was cut short midway" in said, said
         _nightly_in_process(inbox, lake)
         assert warehouse_state(lake) == expected, f"crash point {point}"
         assert not list(lake.rglob(".*.tmp"))
