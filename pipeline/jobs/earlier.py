@@ -133,10 +133,10 @@ def superseded_quarantine(
     place: its old quarantine row is resolved by the run it became, as a replay does
     (outcome ``landed``). A place quarantined again with other text (the file changed)
     keeps only the newer row: the older one is ``superseded``, and so is an ``unread``
-    row (a file that could not be read) once this batch has read lines of its file. A place
-    whose line is now an exact copy of a run landed before (``repeated``: source, line,
-    run_id) resolves its row as a ``duplicate`` of that run. A row ``resolved`` before
-    (source, line, text) is left as it is.
+    row (a file that could not be read) once this batch has read lines of its file. A row
+    without text (a sample that could not be read) whose place now holds an exact copy of a
+    run landed before (``repeated``: source, line, run_id) is resolved as a ``duplicate`` of
+    that run. A row ``resolved`` before (source, line, text) is left as it is.
     """
 
     def still_open(rows: pl.DataFrame) -> pl.DataFrame:
@@ -157,7 +157,10 @@ def superseded_quarantine(
     relanded = pl.concat(
         [
             earlier.join(landed, on=["source", "line"]).with_columns(outcome=pl.lit("landed")),
-            earlier.join(copies, on=["source", "line"]).with_columns(outcome=pl.lit("duplicate")),
+            # A row with text stays unless that text is read again: its place holds other text.
+            earlier.filter(pl.col("raw").is_null())
+            .join(copies, on=["source", "line"])
+            .with_columns(outcome=pl.lit("duplicate")),
         ]
     )
     requarantined = (
