@@ -111,11 +111,24 @@ def repeated_places(batch: Batch, deduped: Deduped) -> pl.DataFrame:
     )
 
 
+def _text() -> pl.Expr:
+    # A row without text is resolved by one without text; lakes written before 2026-12-05
+    # stored such a resolution's text as "" (sql/marts/quarantine.sql reads them alike).
+    return pl.col("raw").fill_null("").alias("text")
+
+
 def resolved_before(store: LakeStore) -> pl.DataFrame:
     """The places (source, line, text) whose quarantine rows are resolved already: not
     resolved again. Read once an ingest, as ``unread_before``."""
-    text = pl.col("raw").fill_null("").alias("text")
-    return store.landed("quarantine_resolved").select("source", "line", text).unique().collect()
+    return store.landed("quarantine_resolved").select("source", "line", _text()).unique().collect()
+
+
+def still_open(rows: pl.DataFrame, resolved: pl.DataFrame | None) -> pl.DataFrame:
+    """The quarantine ``rows`` (source, line, raw, ...) that no ``resolved`` place resolves."""
+    if resolved is None:
+        return rows
+    on = ["source", "line", "text"]
+    return rows.with_columns(_text()).join(resolved, on=on, how="anti").drop("text")
 
 
 def superseded_quarantine(
@@ -138,14 +151,7 @@ def superseded_quarantine(
     run landed before (``repeated``: source, line, run_id) is resolved as a ``duplicate`` of
     that run. A row ``resolved`` before (source, line, text) is left as it is.
     """
-
-    def still_open(rows: pl.DataFrame) -> pl.DataFrame:
-        if resolved is None:
-            return rows
-        text = pl.col("raw").fill_null("").alias("text")
-        return rows.with_columns(text).join(resolved, on=["source", "line", "text"], how="anti")
-
-    earlier = still_open(held.filter(pl.col("line") > 0).select("source", "line", "raw"))
+    earlier = still_open(held.filter(pl.col("line") > 0).select("source", "line", "raw"), resolved)
     landed = pl.concat(
         [frames[table].select("run_id", "source", "line") for table in lk.RUN_TABLES]
     )
@@ -180,7 +186,7 @@ def superseded_quarantine(
     reread = (
         pl.DataFrame(schema={"source": pl.String, "line": pl.Int64, "raw": pl.String})
         if unread is None
-        else still_open(unread).join(read.unique(), on="source", how="semi")
+        else still_open(unread, resolved).join(read.unique(), on="source", how="semi")
     ).select("source", "line", "raw", run_id=pl.lit(None, pl.String), outcome=pl.lit("superseded"))
     rows = (
         pl.concat(

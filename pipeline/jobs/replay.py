@@ -32,7 +32,7 @@ from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
-from pipeline.jobs.earlier import earlier_runs, landed_index
+from pipeline.jobs.earlier import earlier_runs, landed_index, resolved_before, still_open
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
@@ -99,24 +99,10 @@ class ReplayReport:
         return self.released + self.still_quarantined
 
 
-def resolutions(lake: Path) -> pl.LazyFrame:
-    """Every quarantined line a replay released (QuarantineResolved rows)."""
-    return LakeStore(lake).landed("quarantine_resolved")
-
-
 def unresolved(lake: Path) -> pl.DataFrame:
     """Every quarantined line no replay has released yet (the ``quarantine`` view's rows)."""
-    held = LakeStore(lake).landed("quarantine")
-    # A row without text is resolved by one without text (the quarantine view's rule; lakes
-    # written before 2026-12-05 stored such a resolution's text as "").
-    text = pl.col("raw").fill_null("").alias("text")
-    released = resolutions(lake).select("source", "line", text)
-    return (
-        held.with_columns(text)
-        .join(released, on=["source", "line", "text"], how="anti")
-        .drop("text")
-        .collect()
-    )
+    store = LakeStore(lake)
+    return still_open(store.landed("quarantine").collect(), resolved_before(store))
 
 
 def replayable() -> pl.Expr:

@@ -32,13 +32,14 @@ def pending_parts(store: LakeStore, rubric: Rubric) -> list[str]:
     return sorted(pending)
 
 
-def _to_score(store: LakeStore, rubric: Rubric, full: bool) -> tuple[list[str], bool, bool]:
-    """The parts a scoring under ``rubric`` reads, whether it is full, whether the rubric
-    changed: a different rubric means the whole history is rescored under it."""
+def _to_score(
+    store: LakeStore, rubric: Rubric, full: bool
+) -> tuple[list[str], bool, Rubric | None]:
+    """The parts a scoring under ``rubric`` reads, whether it is full, and the lake's
+    rubric before it: a different rubric means the whole history is rescored under it."""
     before = current_rubric(store.root)
-    changed = before is None or before.rubric_id != rubric.rubric_id
-    full = full or changed
-    return (store.all_parts() if full else pending_parts(store, rubric)), full, changed
+    full = full or before is None or before.rubric_id != rubric.rubric_id
+    return (store.all_parts() if full else pending_parts(store, rubric)), full, before
 
 
 def verify_landed(lake: Path, rubric: Rubric) -> Repair:
@@ -76,8 +77,8 @@ def score_locked(
             "verify_landed found before it was opened"
         )
     store = LakeStore(lake, tx)
-    before = current_rubric(lake)
-    parts, full, changed = _to_score(store, rubric, full)
+    parts, full, before = _to_score(store, rubric, full)
+    changed = before is None or before.rubric_id != rubric.rubric_id
     if parts and (changed or not full):
         # New scores: the version table will be rebuilt from them at the end.
         version_regressions.warm()

@@ -435,15 +435,14 @@ class Transaction:
         name there, with the file that holds its bytes now: the staged one in place of
         what it replaces; deleted ones gone. Landed files first, then staged, each by name."""
         staged = {
-            Path(move["to"]).name: Path(move["from"])
-            for move in self.moves
-            if Path(move["to"]).parent == directory and move["to"].endswith(".parquet")
+            Path(target).name: Path(source)
+            for target, source in self._staged.items()
+            if Path(target).parent == directory and target.endswith(".parquet")
         }
-        doomed = set(self.deletes)
         kept = {
             path.name: path
             for path in parquet_files(directory)
-            if path.name not in staged and str(path) not in doomed
+            if path.name not in staged and str(path) not in self._deleted
         }
         return kept | {name: staged[name] for name in sorted(staged)}
 
