@@ -1,6 +1,7 @@
 """What a batch holds that the lake (or an earlier chunk) holds already: runs landed
-before are skipped, a run_id with other content is a clash, and a bad line quarantined
-before from the same place is counted as seen.
+before are skipped, a run_id with other content is a clash, an attempt landed before
+under another run_id is skipped, and a bad line quarantined before from the same place
+is counted as seen.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ import polars as pl
 
 from pipeline.ingest.batch import Batch
 from pipeline.ingest.quarantine import line_rows, quarantined_lines
+from pipeline.sources.inspect.columns import ATTEMPT_KEY, RUN_ID_PREFIX
+
+# (attempt, run_id): the attempts a batch's runs are (``attempts``), or the lake's.
+ATTEMPTS_SCHEMA = {"attempt": pl.String, "run_id": pl.String}
+SKIPPED_SCHEMA = {"row_nr": pl.UInt32, "source": pl.String, "line": pl.Int64, "run_id": pl.String}
 
 
 @dataclass(frozen=True)
@@ -21,10 +27,55 @@ class Deduped:
     # The rows (row_nr, source, line, run_id) skipped as exact duplicates of runs landed
     # before: their file's runs are in the lake, though none of its lines landed now.
     duplicate_rows: pl.DataFrame = field(
-        default_factory=lambda: pl.DataFrame(
-            schema={"row_nr": pl.UInt32, "source": pl.String, "line": pl.Int64, "run_id": pl.String}
-        )
+        default_factory=lambda: pl.DataFrame(schema=SKIPPED_SCHEMA)
     )
+
+
+def attempt_rows() -> pl.Expr:
+    """The run_metadata rows naming an Inspect sample's attempt (its uuid)."""
+    return (pl.col("key") == ATTEMPT_KEY) & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+
+
+def attempts(batch: Batch) -> pl.DataFrame:
+    """The attempts a batch's task runs are (row_nr, attempt); none for a batch
+    without Inspect samples."""
+    metadata = batch.tables["run_metadata"]
+    return metadata.filter(attempt_rows()).select("row_nr", attempt="value")
+
+
+def _carried_over(
+    runs: pl.DataFrame, batch_attempts: pl.DataFrame, landed: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split off the runs that are an attempt landed before (or earlier in the batch) under
+    another run_id: a sample an Inspect retry carried over into its own log. They are
+    skipped as duplicates of the run first landed (row_nr, source, line, that run's id).
+
+    A run whose run_id the lake holds for the same attempt is left to the run_id checks,
+    as is everything without an attempt.
+    """
+    if batch_attempts.is_empty():
+        return runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
+    first_landed = landed.unique("attempt", keep="first", maintain_order=True).select(
+        "attempt", landed_run="run_id"
+    )
+    same_run = landed.unique().with_columns(landed_here=pl.lit(True))
+    marked = (
+        runs.join(batch_attempts.select("row_nr", "attempt"), on="row_nr", how="left")
+        .sort("row_nr")
+        .with_columns(first_run=pl.col("run_id").first().over("attempt"))
+        .join(first_landed, on="attempt", how="left")
+        .join(same_run, on=["attempt", "run_id"], how="left")
+        .with_columns(original=pl.coalesce("landed_run", "first_run"))
+    )
+    carried = (
+        pl.col("attempt").is_not_null()
+        & pl.col("landed_here").is_null()
+        & (pl.col("original") != pl.col("run_id"))
+    )
+    skipped = marked.filter(carried).select(
+        "row_nr", "source", pl.col("line").cast(pl.Int64), run_id="original"
+    )
+    return marked.filter(~carried).select(runs.columns), skipped
 
 
 def _dedupe_runs(
@@ -90,8 +141,13 @@ def dedupe(
     landed_surfaces: pl.DataFrame,
     landed_quarantine: pl.DataFrame,
     landed_lines: pl.DataFrame | None = None,
+    landed_attempts: pl.DataFrame | None = None,
 ) -> Deduped:
     """Drop exact duplicates (of the lake or earlier in the batch); quarantine clashes.
+
+    ``landed_attempts`` (attempt, run_id) are the lake's runs that are one of the batch's
+    attempts (``attempts``): a run that is one of them under another run_id is skipped
+    as a duplicate of it, as is a second run of one attempt within the batch.
 
     A bad line read again from the same place (a file ingested twice) is
     counted as already quarantined instead of filling the quarantine twice.
@@ -99,9 +155,12 @@ def dedupe(
     them that fails now (say, its env type left the rubric) is a duplicate of
     what landed, never quarantined beside it.
     """
-    task_runs, task_skipped, task_clash = _dedupe_runs(
-        batch.tables["task_runs"], landed_tasks, "task"
+    if landed_attempts is None:
+        landed_attempts = pl.DataFrame(schema=ATTEMPTS_SCHEMA)
+    task_candidates, carried = _carried_over(
+        batch.tables["task_runs"], attempts(batch), landed_attempts
     )
+    task_runs, task_skipped, task_clash = _dedupe_runs(task_candidates, landed_tasks, "task")
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
         batch.tables["surface_runs"], landed_surfaces, "surface"
     )
@@ -156,10 +215,13 @@ def dedupe(
     )
     return Deduped(
         batch=deduped,
-        duplicate_rows=pl.concat([task_skipped, surface_skipped]).select(
+        duplicate_rows=pl.concat(
+            [carried, task_skipped, surface_skipped], how="vertical_relaxed"
+        ).select(
             pl.col("row_nr").cast(pl.UInt32), "source", pl.col("line").cast(pl.Int64), "run_id"
         ),
-        skipped_duplicates=task_skipped.height
+        skipped_duplicates=carried.height
+        + task_skipped.height
         + surface_skipped.height
         + batch.parse_skipped
         - copy_clashes.height

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.ingest.batch import Batch
-from pipeline.ingest.dedupe import Deduped, touching
+from pipeline.ingest.dedupe import ATTEMPTS_SCHEMA, Deduped, attempt_rows, attempts, touching
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
@@ -65,6 +65,23 @@ def earlier_runs(
         )
 
     return runs("task_runs"), runs("surface_runs")
+
+
+def earlier_attempts(
+    store: LakeStore, batch: Batch, tx: lk.Transaction | None = None
+) -> pl.DataFrame:
+    """The lake's runs (attempt, run_id) that are an attempt ``batch`` holds (an Inspect
+    sample's uuid); read only for a batch that holds any."""
+    wanted = attempts(batch)["attempt"].unique()
+    if wanted.is_empty():
+        return pl.DataFrame(schema=ATTEMPTS_SCHEMA)
+    return (
+        store.landed("run_metadata", tx)
+        .filter(attempt_rows() & pl.col("value").is_in(wanted.implode()))
+        .select("run_id", attempt="value")
+        .collect()
+        .select(*ATTEMPTS_SCHEMA)
+    )
 
 
 def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:

@@ -26,6 +26,7 @@ from pipeline.ingest.quarantine import (
     row_lines,
 )
 from pipeline.jobs.earlier import (
+    earlier_attempts,
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
@@ -161,7 +162,8 @@ class Lander:
         earlier = earlier_runs(self.store, batch, self.tx, self.landed)
         held = earlier_quarantine(self.store, batch, self.tx)
         again = earlier_landed_lines(self.store, batch, self.tx)
-        result = guarded(dedupe, batch, *earlier, held, again)
+        carried = earlier_attempts(self.store, batch, self.tx)
+        result = guarded(dedupe, batch, *earlier, held, again, carried)
         result.batch.quarantine = guarded(
             compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
         )

@@ -32,7 +32,13 @@ from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import dedupe
-from pipeline.jobs.earlier import earlier_runs, landed_index, resolved_before, still_open
+from pipeline.jobs.earlier import (
+    earlier_attempts,
+    earlier_runs,
+    landed_index,
+    resolved_before,
+    still_open,
+)
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
@@ -165,7 +171,8 @@ def replay_locked(
     nothing_held = pl.DataFrame(
         schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
     )
-    result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held)
+    carried = earlier_attempts(store, batch)
+    result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held, landed_attempts=carried)
     frames = landed_frames(result.batch)
     frames["quarantine_resolved"] = checked(
         QuarantineResolved, _resolved_rows(candidates, batch, result.batch, batch_id)

@@ -30,7 +30,7 @@ from pipeline.ingest.batch import build_batch, landed_frames
 from pipeline.ingest.classify import is_blank
 from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, row_lines
-from pipeline.jobs.earlier import earlier_runs
+from pipeline.jobs.earlier import earlier_attempts, earlier_runs
 from pipeline.sources.chunks import iter_line_chunks
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
@@ -126,7 +126,8 @@ class BlockReplay:
         nothing_held = pl.DataFrame(schema=polars_schema(Quarantine)).select(
             "source", "line", "line_end", "raw"
         )
-        result = dedupe(batch, *earlier, nothing_held)
+        carried = earlier_attempts(self.store, batch, self.tx)
+        result = dedupe(batch, *earlier, nothing_held, landed_attempts=carried)
         refused = result.batch.quarantine.select("row_nr")
         blank = lines.frame.filter(is_blank(pl.col("raw")))
         self.released.append(

@@ -279,6 +279,8 @@ def test_reingest_is_a_no_op_and_a_new_eval_id_is_new_runs(
     # an mcp-xray report (.json too) and a broken .eval file.
     rerun = read_eval_log(str(logs[0]))
     rerun.eval.eval_id = rerun.eval.eval_id + "-rerun"
+    for sample in rerun.samples or []:  # each attempt of a re-run has a uuid of its own
+        sample.uuid = f"{sample.uuid}-rerun"
     write_eval_log(rerun, str(moved / "rerun.json"), format="json")
     shutil.copy(REAL_REPORTS / "00_bing-cn-mcp.json", moved)
     (moved / "broken.eval").write_bytes(b"PK\x03\x04 not a zip at all")
@@ -726,3 +728,99 @@ def test_rows_are_resolved_when_a_log_read_again_holds_only_copies(
     # read once more: nothing is resolved twice
     assert pipeline("ingest", tmp_path / "inbox", "--lake", lake).returncode == 0
     assert _rows(lake, outcomes) == [("duplicate", 1), ("superseded", 2)]
+
+
+FLAKY_TASK = textwrap.dedent(
+    """
+    from pathlib import Path
+
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import Score, scorer
+    from inspect_ai.solver import solver
+
+
+    @solver
+    def flaky(flags):
+        async def solve(state, generate):
+            if (Path(flags) / str(state.sample_id)).exists():
+                raise RuntimeError("sandbox went away")
+            return state
+        return solve
+
+
+    @scorer(metrics=[])
+    def parts():
+        async def score(state, target):
+            return Score(value={"defect_matching": 1.0, "pov_quality": 0.5,
+                                "summary_quality": 1.0, "target_calls": 0.0})
+        return score
+
+
+    @task
+    def flaky_t(flags: str):
+        return Task(dataset=[Sample(id=f"ex-{i}", input="go", target="-") for i in range(4)],
+                    solver=flaky(flags), scorer=parts())
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
+    # eval_retry writes a new log (a new eval id, so new run_ids) holding the samples that
+    # finished the first time, carried over with their uuids, and the ones run again, with
+    # new uuids. Read in either order, or together, every attempt lands once.
+    inspect_ai = pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    (tmp_path / "tasks.py").write_text(FLAKY_TASK)
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    for sample_id in ("ex-1", "ex-2"):
+        (flags / sample_id).touch()
+    settings: dict[str, Any] = {
+        "log_dir": str(tmp_path / "logs"),
+        "fail_on_error": False,
+        "display": "none",
+    }
+    first = inspect_ai.eval(
+        f"{tmp_path / 'tasks.py'}@flaky_t",
+        task_args={"flags": str(flags)},
+        model="mockllm/model",
+        metadata={"agent": AGENT, "agent_version": "1.0", "env_type": "exploit"},
+        **settings,
+    )[0]
+    (flags / "ex-1").unlink()
+    retry = inspect_ai.eval_retry(first.location, **settings)[0]
+    logs = [read_eval_log(log.location) for log in (first, retry)]
+    uuids = [{sample.uuid for sample in log.samples or []} for log in logs]
+    carried = uuids[0] & uuids[1]
+    assert len(carried) == 2 and logs[0].eval.eval_id != logs[1].eval.eval_id
+
+    def uuids_landed(lake: Path) -> list[str]:
+        sql = "select value ->> '$' from run_metadata where key = 'inspect.sample_uuid'"
+        return sorted(uuid for (uuid,) in _rows(lake, sql))
+
+    every = sorted(uuids[0] | uuids[1])  # 4 first attempts and 2 run again
+    together = tmp_path / "together"
+    assert pipeline("run", tmp_path / "logs", "--lake", together).returncode == 0
+    assert uuids_landed(together) == every
+    for order in ((0, 1), (1, 0)):
+        lake = tmp_path / f"lake{order[0]}"
+        for index in order:
+            inbox = tmp_path / f"inbox{order[0]}{index}"
+            inbox.mkdir()
+            shutil.copy(Path(logs[index].location), inbox)
+            done = pipeline("ingest", inbox, "--lake", lake)
+            assert done.returncode == 0, done.stderr
+        # the second log's copies of the first's attempts were skipped as duplicates
+        counts = done.stdout.splitlines()[3].split()
+        assert (counts[2], counts[5]) == (str(4 - len(carried)), str(len(carried)))
+        assert uuids_landed(lake) == every
+        assert pipeline("check", "--lake", lake).returncode == 0
+    # The carried-over runs keep the run_id they first landed with.
+    first_ids = _rows(tmp_path / "lake0", "select run_id from task_runs order by 1")
+    assert {run_id.split("/")[0] for (run_id,) in first_ids} == {
+        f"inspect:{logs[0].eval.eval_id}",
+        f"inspect:{logs[1].eval.eval_id}",
+    }

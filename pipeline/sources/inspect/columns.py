@@ -2,7 +2,8 @@
 
 One sample x epoch of a log is one task run (CONTRACT 2b):
 
-- run_id: ``inspect:<eval id>/<sample id>#<epoch>`` (a new eval id is new runs)
+- run_id: ``inspect:<eval id>/<sample id>#<epoch>`` (a new eval id is new runs, but a
+  sample a retry carries over, its uuid kept, lands once: ATTEMPT_KEY below)
 - problem_id, trial: the sample's id, its epoch (Inspect counts epochs from 1)
 - graded_at: the sample's ``completed_at``, else the eval's ``stats.completed_at``,
   else its ``created``
@@ -52,6 +53,14 @@ SAMPLE_METADATA_KEY = "sample"
 EXPLANATION_KEY = "explanation"
 SCORE_METADATA_KEY = "score_metadata"
 RESERVED_METADATA = (PROVENANCE_KEY, SAMPLE_METADATA_KEY, EXPLANATION_KEY, SCORE_METADATA_KEY)
+
+# The provenance field naming one attempt at a sample. eval_retry and eval_set carry a
+# finished sample over into the retry's log under a new eval id (so a new run_id) and
+# keep its uuid; a sample run again gets a new one. The ingest lands an attempt once,
+# under the run_id it first landed with (ingest.dedupe), and finds it in run_metadata
+# under ATTEMPT_KEY.
+ATTEMPT_FIELD = "sample_uuid"
+ATTEMPT_KEY = f"{PROVENANCE_KEY}.{ATTEMPT_FIELD}"
 
 # Sample metadata keys lifted to the record's optional top-level fields (CONTRACT 2).
 LIFTED_SAMPLE_FIELDS = ("defect_id", "cwe", "project")

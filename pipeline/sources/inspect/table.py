@@ -22,6 +22,7 @@ from pipeline.core.settings import MAX_REPORT_BYTES_ENV
 from pipeline.sources.blocks import STILL_RUNNING, UNREADABLE_LOG
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import (
+    ATTEMPT_FIELD,
     LIFTED_SAMPLE_FIELDS,
     MISSING_EXTRA,
     UNREAD_SAMPLE_FIELDS,
@@ -70,7 +71,7 @@ def _provenance(header: Any, sample: Any) -> dict[str, Any]:
         "log_status": header.status,
         "sample_id": sample.id,
         "epoch": sample.epoch,
-        "sample_uuid": sample.uuid,
+        ATTEMPT_FIELD: sample.uuid,
         "limit": None if sample.limit is None else sample.limit.type,
     }
     return {key: value for key, value in provenance.items() if value is not None}
