@@ -36,6 +36,7 @@ from pipeline.jobs.earlier import (
     superseded_quarantine,
     unread_before,
 )
+from pipeline.sources.blocks import STILL_RUNNING
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
@@ -279,7 +280,8 @@ def file_notes(outcomes: list[pl.DataFrame], exclude: set[str] | None = None) ->
     A file that could not be read at all, or none of whose lines landed, is
     worth a line of its own in the summary, beside the per-line quarantine.
     Judged over every chunk, so a big file read in several chunks gets one
-    note, and none when a line of it landed in another chunk.
+    note, and none when a line of it landed in another chunk. An Inspect log still
+    running gets none here: its reader's note says so on every read, with what to do.
     """
     if not outcomes:
         return []
@@ -296,6 +298,7 @@ def file_notes(outcomes: list[pl.DataFrame], exclude: set[str] | None = None) ->
             ~pl.col("landed")
             & (pl.col("lines") > 0)
             & ~pl.col("source").is_in(sorted(exclude or ()))
+            & ~(pl.col("whole") & pl.col("reason").str.starts_with(STILL_RUNNING))
         )
         .sort("source")
         .select(

@@ -38,7 +38,7 @@ def _file_frames(
     about the file as a whole is appended to ``notes``.
     """
     if is_inspect_log(path):
-        yield from inspect_frames(path, limits, inspect)
+        yield from inspect_frames(path, limits, inspect, notes)
         return
     if path.name.endswith(".json"):
         yield from report_frames(path, limits)

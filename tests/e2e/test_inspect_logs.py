@@ -598,6 +598,25 @@ def _rewritten(source: Path, path: Path, keep: Any, change: Any = None) -> Path:
 
 
 @pytest.mark.slow
+def test_a_sample_written_twice_is_one_sample(logs: list[Path], tmp_path: Path) -> None:
+    # An eval_retry of a killed eval writes the samples that were in flight again, under
+    # the same member names; a reader gets the last. All land, and nothing is "unlisted".
+    import warnings
+    import zipfile
+
+    log = _rewritten(logs[0], tmp_path / "inbox" / "a.eval", lambda n: True)
+    with zipfile.ZipFile(log) as archive:
+        samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
+    with zipfile.ZipFile(log, "a") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile's "Duplicate name"
+        archive.writestr(samples[0], zipfile.ZipFile(logs[0]).read(samples[0]))
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(len(samples),)]
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+
+
+@pytest.mark.slow
 def test_a_running_log_is_read_once_the_eval_ends(logs: list[Path], tmp_path: Path) -> None:
     # While an eval runs its .eval log has no header.json (Inspect reads the start journal:
     # status "started") and only the samples done so far.
@@ -614,6 +633,14 @@ def test_a_running_log_is_read_once_the_eval_ends(logs: list[Path], tmp_path: Pa
         (0, f"{STILL_RUNNING} (log status 'started'): it is read once the eval ends")
     ]
     assert _rows(lake, "select count(*) from task_runs") == [(0,)]
+    # Read again while it runs: counted as seen, and the note says why it is read again.
+    again = pipeline("ingest", log.parent, "--lake", lake)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[3].split()[1:8] == ["1", "0", "0", "0", "0", "0", "1"]
+    for done in (running, again):  # one note a read
+        assert f"note: {log}: {table.RUNNING_NOTE}" in done.stdout.replace("\n", " ")
+        assert done.stdout.count(STILL_RUNNING) == 1
+    assert _rows(lake, "select count(*) from quarantine") == [(1,)]
     shutil.copyfile(logs[0], log)
     ended = pipeline("ingest", log.parent, "--lake", lake)
     assert ended.returncode == 0, ended.stderr

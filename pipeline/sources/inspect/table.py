@@ -48,6 +48,11 @@ from pipeline.storage.lake import InputError
 SAMPLES_PER_READ = 256
 # EvalLog.status while the eval runs; "success", "cancelled" and "error" are final.
 RUNNING_STATUS = "started"
+RUNNING_NOTE = (
+    f"{STILL_RUNNING} (log status {RUNNING_STATUS!r}); it is read again by every ingest or "
+    "nightly until the eval ends. An eval killed for good leaves its log so: eval_retry "
+    "it (the retry's log lands the samples it finished, once) and move this log away"
+)
 
 
 def _log_api() -> Any:
@@ -212,12 +217,16 @@ def _uncounted(missing: list[str], unlisted: int) -> Iterator[Unread]:
 
 
 def _sample_members(path: Path) -> int:
-    """How many samples a .eval log (a ZIP) holds, by its members' names."""
+    """How many samples a .eval log (a ZIP) holds, by its members' distinct names: an
+    eval_retry of a killed eval writes the samples that were in flight again, under the
+    same names (the last one is what a reader gets)."""
     with zipfile.ZipFile(path) as archive:
-        return sum(
-            1
-            for name in archive.namelist()
-            if name.startswith("samples/") and name.endswith(".json")
+        return len(
+            {
+                name
+                for name in archive.namelist()
+                if name.startswith("samples/") and name.endswith(".json")
+            }
         )
 
 
@@ -258,13 +267,18 @@ def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
 
 
 def inspect_frames(
-    path: Path, limits: ReadLimits, mapping: InspectMapping | None = None
+    path: Path,
+    limits: ReadLimits,
+    mapping: InspectMapping | None = None,
+    notes: list[str] | None = None,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
     """Frames of numbered task-grade records, one per sample x epoch, each with its bytes.
 
     A log that cannot be opened is one entry at line 0 with the reason (quarantined
     whole); one that fails part way keeps the records read so far, and the rest is one
-    entry after them. At most ``chunk_lines`` records are held at a time.
+    entry after them. At most ``chunk_lines`` records are held at a time. A log still
+    running gets a note in ``notes`` on every read: from the second on, its entry is
+    counted as seen, and the note says why the file is read again.
     """
     source = source_name(path)
     chosen = mapping or InspectMapping()
@@ -283,6 +297,8 @@ def inspect_frames(
         # Read once the eval has ended: its samples then come in their final order, with the
         # log's final status, so none is numbered twice or clashes with its earlier self.
         reason = f"{STILL_RUNNING} (log status {RUNNING_STATUS!r}): it is read once the eval ends"
+        if notes is not None:
+            notes.append(f"{source}: {RUNNING_NOTE}")
         yield one_line(source, 0, None, reason), 0
         return
     pending: list[str] = []
