@@ -31,7 +31,7 @@ import polars as pl
 from pipeline.core.settings import Settings, current_settings, use_settings
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
-from pipeline.ingest.dedupe import dedupe
+from pipeline.ingest.dedupe import Deduped, dedupe
 from pipeline.jobs.earlier import (
     earlier_attempts,
     earlier_runs,
@@ -117,10 +117,12 @@ def replayable() -> pl.Expr:
 
 
 def _resolved_rows(
-    candidates: pl.DataFrame, batch: Batch, kept: Batch, batch_id: str
+    candidates: pl.DataFrame, batch: Batch, result: Deduped, batch_id: str
 ) -> pl.DataFrame:
-    """The released candidates as QuarantineResolved rows: the run_id each line carries,
-    and whether it landed now or repeated a run already there."""
+    """The released candidates as QuarantineResolved rows: the run_id each line carries
+    (of the run it repeats, for a duplicate: a sample a retry carried over is a copy of the
+    run it first landed as), and whether it landed now or repeated a run already there."""
+    kept = result.batch
     runs = pl.concat(
         [batch.tables[t].select("row_nr", "run_id") for t in lk.RUN_TABLES]
         + [
@@ -128,6 +130,10 @@ def _resolved_rows(
                 candidates.select("row_nr", "source", "line"), on=["source", "line"]
             ).select("row_nr", "run_id")
         ]
+    )
+    repeated = result.duplicate_rows.select("row_nr", repeated="run_id")
+    runs = runs.join(repeated, on="row_nr", how="left").select(
+        "row_nr", run_id=pl.coalesce("repeated", "run_id")
     )
     landed = pl.concat([kept.tables[t].select("row_nr") for t in lk.RUN_TABLES])
     released = candidates.join(kept.quarantine.select("row_nr"), on="row_nr", how="anti")
@@ -175,7 +181,7 @@ def replay_locked(
     result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held, landed_attempts=carried)
     frames = landed_frames(result.batch)
     frames["quarantine_resolved"] = checked(
-        QuarantineResolved, _resolved_rows(candidates, batch, result.batch, batch_id)
+        QuarantineResolved, _resolved_rows(candidates, batch, result, batch_id)
     )
     part = f"{batch_id}-p00000"
     known = evolution.known_names(lake)

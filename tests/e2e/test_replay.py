@@ -146,6 +146,28 @@ def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path, lake: Path) 
     assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
 
 
+def test_a_sample_carried_over_by_a_retry_resolves_as_a_copy_of_the_run_it_was(
+    tmp_path: Path, lake: Path
+) -> None:
+    # An Inspect sample in a log and in its retry's log (a new eval id, the same uuid), both
+    # waiting for their env type: one lands, the other is a duplicate of that run.
+    def sample(eval_id: str) -> str:
+        record = fuzz_record(f"inspect:{eval_id}/s-1#1")
+        record["grade"]["metadata"] = {"inspect": {"eval_id": eval_id, "sample_uuid": "U1"}}
+        return json.dumps(record)
+
+    jobs.ingest([write(tmp_path / "a.jsonl", [sample("E1"), sample("E2")])], lake)
+    assert rows(lake, "quarantine").height == 2
+    report = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert (report.landed_task_runs, report.skipped_duplicates) == (1, 1)
+    assert rows(lake, "task_runs")["run_id"].to_list() == ["inspect:E1/s-1#1"]
+    resolved = rows(lake, "quarantine_resolved").sort("line")
+    assert resolved.select("line", "run_id", "outcome").rows() == [
+        (1, "inspect:E1/s-1#1", "landed"),
+        (2, "inspect:E1/s-1#1", "duplicate"),
+    ]
+
+
 def test_a_raised_depth_limit_lets_a_deep_record_land_but_cut_text_never_replays(
     tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
