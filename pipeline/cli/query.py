@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 HARD_MEMORY_FACTOR = 2
 HARD_SECONDS_GRACE = 5.0
 WATCH_EVERY_SECONDS = 0.02
+# ``query -`` reads its SQL from standard input (a .sql file that starts with a -- comment
+# cannot be an argument: it reads as an option), at most this much of it.
+STDIN_SQL = "-"
+MAX_STDIN_SQL_BYTES = 1 << 20
 
 
 def _resident_bytes() -> int | None:
@@ -122,6 +126,20 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+def _stdin_sql() -> str:
+    """The SQL given on standard input (``query -``), refused past MAX_STDIN_SQL_BYTES or
+    when it is not UTF-8."""
+    text = sys.stdin.buffer.read(MAX_STDIN_SQL_BYTES + 1)
+    if len(text) > MAX_STDIN_SQL_BYTES:
+        raise usage_error(f"the SQL on standard input is over {MAX_STDIN_SQL_BYTES} bytes")
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise usage_error(
+            f"the SQL on standard input is not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from exc
+
+
 def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -153,7 +171,10 @@ def print_query_result(frame: pl.DataFrame, output: OutputFormat, max_rows: int)
 def query(
     sql: Annotated[
         str,
-        typer.Argument(help="SQL: SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN."),
+        typer.Argument(
+            help="SQL: SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN; - reads "
+            "it from standard input (query - < report.sql)."
+        ),
     ],
     lake: LakeOption = DEFAULT_LAKE,
     output: Annotated[
@@ -177,8 +198,11 @@ def query(
     ] = None,
 ) -> None:
     """Read the warehouse views; a statement that would write is refused (exit 2). SQL that
-    starts with a -- comment goes after a lone --, which ends the options."""
+    starts with a -- comment goes after a lone --, which ends the options, or on standard
+    input (-)."""
     chosen = _query_format(output, as_json, as_csv)
+    if sql == STDIN_SQL:
+        sql = _stdin_sql()
     settings = settings_or_exit()
     lake_or_exit(lake)
     from pipeline.warehouse import WarehouseError

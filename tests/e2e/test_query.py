@@ -210,6 +210,18 @@ def test_not_sql_is_a_usage_error(lake: Path) -> None:
     assert code == 2 and "no statement" in err
 
 
+def test_sql_on_standard_input(lake: Path) -> None:
+    # A .sql file that starts with a -- comment, as analysts keep them: query - < file.sql
+    script = "-- how many runs\nselect count(*) as n from task_runs"
+    done = runner.invoke(app, ["query", "-", "--lake", str(lake), "--json"], input=script)
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout) == [{"n": 4}]
+    too_long = runner.invoke(app, ["query", "-", "--lake", str(lake)], input="x" * ((1 << 20) + 1))
+    assert too_long.exit_code == 2 and "over 1048576 bytes" in too_long.stderr
+    not_utf8 = runner.invoke(app, ["query", "-", "--lake", str(lake)], input=b"select '\xff'")
+    assert not_utf8.exit_code == 2 and "not UTF-8" in not_utf8.stderr
+
+
 def test_a_missing_warehouse_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="no warehouse at"):
         list(run_query(tmp_path, "select 1"))
