@@ -129,6 +129,10 @@ def _one_line(exc: Exception) -> str:
 def _stdin_sql() -> str:
     """The SQL given on standard input (``query -``), refused past MAX_STDIN_SQL_BYTES or
     when it is not UTF-8."""
+    if sys.stdin is None:
+        raise usage_error("query - reads the SQL from standard input, which is closed")
+    if sys.stdin.isatty():
+        errors.print("reading the SQL from standard input; end it with Ctrl-D", highlight=False)
     text = sys.stdin.buffer.read(MAX_STDIN_SQL_BYTES + 1)
     if len(text) > MAX_STDIN_SQL_BYTES:
         raise usage_error(f"the SQL on standard input is over {MAX_STDIN_SQL_BYTES} bytes")

@@ -32,8 +32,15 @@ class Deduped:
 
 
 def attempt_rows() -> pl.Expr:
-    """The run_metadata rows naming an Inspect sample's attempt (its uuid)."""
-    return (pl.col("key") == ATTEMPT_KEY) & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+    """The run_metadata rows naming an Inspect sample's attempt: its uuid, a JSON string
+    that is not empty, under a run_id of the Inspect reader's form."""
+    value = pl.col("value")
+    return (
+        (pl.col("key") == ATTEMPT_KEY)
+        & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+        & value.str.starts_with('"')
+        & (value != '""')
+    )
 
 
 def attempts(batch: Batch) -> pl.DataFrame:
@@ -46,32 +53,26 @@ def attempts(batch: Batch) -> pl.DataFrame:
 def _carried_over(
     runs: pl.DataFrame, batch_attempts: pl.DataFrame, landed: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split off the runs that are an attempt landed before (or earlier in the batch) under
-    another run_id: a sample an Inspect retry carried over into its own log. They are
-    skipped as duplicates of the run first landed (row_nr, source, line, that run's id).
+    """Split off the runs that are an attempt landed before, or landing earlier in the
+    batch, under another run_id: a sample an Inspect retry carried over into its own log.
+    They are skipped as duplicates of that run (row_nr, source, line, that run's id).
 
-    A run whose run_id the lake holds for the same attempt is left to the run_id checks,
-    as is everything without an attempt.
+    ``runs`` are the ones the run_id checks keep (new run_ids, each once), so an attempt
+    is never matched with a run that did not land.
     """
     if batch_attempts.is_empty():
         return runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
     first_landed = landed.unique("attempt", keep="first", maintain_order=True).select(
         "attempt", landed_run="run_id"
     )
-    same_run = landed.unique().with_columns(landed_here=pl.lit(True))
     marked = (
         runs.join(batch_attempts.select("row_nr", "attempt"), on="row_nr", how="left")
         .sort("row_nr")
         .with_columns(first_run=pl.col("run_id").first().over("attempt"))
         .join(first_landed, on="attempt", how="left")
-        .join(same_run, on=["attempt", "run_id"], how="left")
         .with_columns(original=pl.coalesce("landed_run", "first_run"))
     )
-    carried = (
-        pl.col("attempt").is_not_null()
-        & pl.col("landed_here").is_null()
-        & (pl.col("original") != pl.col("run_id"))
-    )
+    carried = pl.col("attempt").is_not_null() & (pl.col("original") != pl.col("run_id"))
     skipped = marked.filter(carried).select(
         "row_nr", "source", pl.col("line").cast(pl.Int64), run_id="original"
     )
@@ -157,10 +158,10 @@ def dedupe(
     """
     if landed_attempts is None:
         landed_attempts = pl.DataFrame(schema=ATTEMPTS_SCHEMA)
-    task_candidates, carried = _carried_over(
-        batch.tables["task_runs"], attempts(batch), landed_attempts
+    new_run_ids, task_skipped, task_clash = _dedupe_runs(
+        batch.tables["task_runs"], landed_tasks, "task"
     )
-    task_runs, task_skipped, task_clash = _dedupe_runs(task_candidates, landed_tasks, "task")
+    task_runs, carried = _carried_over(new_run_ids, attempts(batch), landed_attempts)
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
         batch.tables["surface_runs"], landed_surfaces, "surface"
     )

@@ -26,7 +26,7 @@ from pipeline.ingest.quarantine import (
     row_lines,
 )
 from pipeline.jobs.earlier import (
-    earlier_attempts,
+    AttemptIndex,
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
@@ -86,6 +86,7 @@ class Lander:
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
+    attempts: AttemptIndex | None = None
 
     def unread_sources(self) -> set[str]:
         """The input files quarantined whole (line 0) in this run for a reason after which
@@ -163,7 +164,9 @@ class Lander:
         earlier = earlier_runs(self.store, batch, self.tx, self.landed)
         held = earlier_quarantine(self.store, batch, self.tx)
         again = earlier_landed_lines(self.store, batch, self.tx)
-        carried = earlier_attempts(self.store, batch, self.tx)
+        if self.attempts is None:
+            self.attempts = AttemptIndex(self.store, self.tx)
+        carried = self.attempts.earlier(batch)
         result = guarded(dedupe, batch, *earlier, held, again, carried)
         result.batch.quarantine = guarded(
             compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
@@ -211,6 +214,8 @@ class Lander:
             self.parts.append(part)
         for table in lk.RUN_TABLES:
             self.landed[table].add(frames[table].get_column("run_id"))
+        if self.attempts is not None:
+            self.attempts.add(frames["run_metadata"])
         self.outcomes.append(file_outcomes(frames))
         # A file whose runs were in the lake already is not one none of whose lines landed.
         repeated = (

@@ -222,6 +222,22 @@ def test_sql_on_standard_input(lake: Path) -> None:
     assert not_utf8.exit_code == 2 and "not UTF-8" in not_utf8.stderr
 
 
+def test_sql_on_a_closed_standard_input_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import typer
+
+    from pipeline.cli import query as query_command
+
+    monkeypatch.setattr(sys, "stdin", None)  # what Python gives a process started with <&-
+    with pytest.raises(typer.Exit) as ended:
+        query_command._stdin_sql()
+    assert ended.value.exit_code == 2
+    assert "standard input, which is closed" in capsys.readouterr().err
+
+
 def test_a_missing_warehouse_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="no warehouse at"):
         list(run_query(tmp_path, "select 1"))

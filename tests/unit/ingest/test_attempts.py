@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from pipeline.ingest.batch import build_batch
 from pipeline.ingest.dedupe import ATTEMPTS_SCHEMA, dedupe
+from pipeline.jobs.ingest import ingest_locked
 from pipeline.sources.lines import Lines
+from pipeline.storage import lake as lk
 
 
 def _batch(records: list[dict[str, Any]]) -> Any:
@@ -108,15 +111,74 @@ def test_the_same_run_id_and_records_without_an_attempt_are_left_to_the_run_id_c
             _sample(task_record, "r-3", None),
         ]
     )
+    runs, surfaces, held = _nothing()
+    first = batch.tables["task_runs"].row(0, named=True)
+    landed_runs = pl.DataFrame([{key: first[key] for key in runs.columns}], schema=runs.schema)
     landed = pl.DataFrame(
         {"attempt": ['"U1"', '"U1"'], "run_id": ["inspect:E0/1#1", "inspect:E1/1#1"]},
         schema=ATTEMPTS_SCHEMA,
     )
-    result = dedupe(batch, *_nothing(), landed_attempts=landed)
-    assert result.batch.tables["task_runs"]["run_id"].to_list() == [
-        "inspect:E1/1#1",
-        "r-1",
-        "r-2",
-        "r-3",
-    ]
+    result = dedupe(batch, landed_runs, surfaces, held, landed_attempts=landed)
+    assert result.batch.tables["task_runs"]["run_id"].to_list() == ["r-1", "r-2", "r-3"]
+    # a plain duplicate of itself (its run_id and content), not of the attempt's first run
+    assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
+
+
+def test_only_a_non_empty_uuid_is_an_attempt(task_record: Callable[..., dict[str, Any]]) -> None:
+    records = [_sample(task_record, f"inspect:E{i}/1#1", "U") for i in range(4)]
+    records[0]["grade"]["metadata"]["inspect"]["sample_uuid"] = None
+    records[1]["grade"]["metadata"]["inspect"]["sample_uuid"] = None
+    records[2]["grade"]["metadata"]["inspect"]["sample_uuid"] = ""
+    records[3]["grade"]["metadata"]["inspect"]["sample_uuid"] = ""
+    result = dedupe(_batch(records), *_nothing())
+    assert result.batch.tables["task_runs"].height == 4
     assert result.skipped_duplicates == 0
+
+
+def test_an_attempt_whose_first_copy_clashes_lands_from_the_next(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # E1/1#1 landed before with other content: this copy clashes and is quarantined, so
+    # the attempt has not landed, and its copy under E2 lands.
+    batch = _batch(
+        [
+            _sample(task_record, "inspect:E1/1#1", "U1"),
+            _sample(task_record, "inspect:E2/1#1", "U1"),
+        ]
+    )
+    runs, surfaces, held = _nothing()
+    landed_runs = pl.DataFrame(
+        [{"run_id": "inspect:E1/1#1", "content_hash": "other", "source": "old", "line": 1}],
+        schema=runs.schema,
+    )
+    result = dedupe(batch, landed_runs, surfaces, held)
+    assert result.batch.tables["task_runs"]["run_id"].to_list() == ["inspect:E2/1#1"]
+    assert result.batch.quarantine["line"].to_list() == [1]
+    assert result.skipped_duplicates == 0
+
+
+def test_attempts_are_found_across_chunks_and_ingests(
+    task_record: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    # One line a chunk: a copy lands in a later chunk than its first (staged, found through
+    # the attempt index), or in a later ingest (read from the lake when the index is built).
+    first = [_sample(task_record, f"inspect:E1/{i}#1", f"U{i}") for i in range(3)]
+    retry = [_sample(task_record, f"inspect:E2/{i}#1", f"U{i}") for i in (0, 2)]
+    rerun = [_sample(task_record, "inspect:E2/1#1", "U9")]  # a sample run again
+    log1 = tmp_path / "log1.jsonl"
+    log2 = tmp_path / "log2.jsonl"
+    log1.write_text("".join(json.dumps(r) + "\n" for r in first))
+    log2.write_text("".join(json.dumps(r) + "\n" for r in [*retry, *rerun]))
+    lake = tmp_path / "lake"
+    with lk.lake_lock(lake):
+        together = ingest_locked([log1, log2], lake, chunk_bytes=1)
+    assert (together.landed_task_runs, together.skipped_duplicates) == (4, 2)
+    other = tmp_path / "other"
+    with lk.lake_lock(other):
+        ingest_locked([log1], other, chunk_bytes=1)
+    with lk.lake_lock(other):
+        later = ingest_locked([log2], other, chunk_bytes=1)
+    assert (later.landed_task_runs, later.skipped_duplicates) == (1, 2)
+    for root in (lake, other):
+        landed = pl.read_parquet(root / "task_runs" / "*.parquet")["run_id"].sort().to_list()
+        assert landed == ["inspect:E1/0#1", "inspect:E1/1#1", "inspect:E1/2#1", "inspect:E2/1#1"]
