@@ -81,8 +81,17 @@ def record(run_id: str, version: str, problem: str, env: str = "exploit", **sub:
     )
 
 
+def inspect_record(eval_id: str, sample: str, uuid: str) -> str:
+    """A sample as the Inspect reader writes it: one attempt (its uuid) lands once, under
+    the run_id it first landed with, whichever log (a retry's carries it over) is read first."""
+    run = json.loads(record(f"inspect:{eval_id}/{sample}#1", "3.0", sample))
+    run["grade"]["metadata"] = {"inspect": {"eval_id": eval_id, "sample_uuid": uuid}}
+    return json.dumps(run, sort_keys=True)
+
+
 # Each file: its lines, and what each line is (a run_id that lands, "fuzz:<run_id>" that
-# lands only under a rubric knowing fuzz, or "bad" that never lands).
+# lands only under a rubric knowing fuzz, "attempt:<uuid>:<run_id>" that lands unless its
+# attempt has, or "bad" that never lands).
 FILES: dict[str, list[tuple[str, str]]] = {
     "v1.jsonl": [
         (record(f"v1-p{i}", "1.0", f"p{i}", pov_quality=0.2 * i), f"v1-p{i}") for i in range(1, 6)
@@ -96,6 +105,15 @@ FILES: dict[str, list[tuple[str, str]]] = {
         (record("fz-1", "1.0", "f1", env="fuzz"), "fuzz:fz-1"),
         ("{not json", "bad"),
         (record("m-1", "1.0", "p9"), "m-1"),
+    ],
+    "eval.jsonl": [
+        (inspect_record("E1", sample, f"U{sample}"), f"attempt:U{sample}:inspect:E1/{sample}#1")
+        for sample in ("a", "b", "c")
+    ],
+    # eval_retry's log: a and c carried over (their uuids), b run again (a new one).
+    "retry.jsonl": [
+        (inspect_record("E2", sample, uuid), f"attempt:{uuid}:inspect:E2/{sample}#1")
+        for sample, uuid in (("a", "Ua"), ("b", "Ub2"), ("c", "Uc"))
     ],
 }
 
@@ -126,6 +144,8 @@ class LakeSequences(RuleBasedStateMachine):
         self.nightly_done: set[str] = set()
         # Places of fuzz lines that landed or were released by a replay.
         self.settled: set[tuple[str, int]] = set()
+        # The Inspect attempts landed (their uuids).
+        self.attempts: set[str] = set()
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -155,6 +175,11 @@ class LakeSequences(RuleBasedStateMachine):
                     self.settled.add(key)
                 # else: an exact duplicate of a landed run, skipped (a row held at this
                 # place stays held until replay-quarantine releases it).
+            elif kind.startswith("attempt:"):
+                _, uuid, run_id = kind.split(":", 2)
+                if uuid not in self.attempts:
+                    self.attempts.add(uuid)
+                    self.landed.add(run_id)
             else:
                 self.landed.add(kind)
 
