@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 HARD_MEMORY_FACTOR = 2
 HARD_SECONDS_GRACE = 5.0
 WATCH_EVERY_SECONDS = 0.02
-# ``query -`` reads its SQL from standard input (a .sql file that starts with a -- comment
-# cannot be an argument: it reads as an option), at most this much of it.
+# ``query -`` reads its SQL from standard input, at most this much of it: analysts keep
+# their queries in .sql files, whose leading -- comment would read as an option.
 STDIN_SQL = "-"
 MAX_STDIN_SQL_BYTES = 1 << 20
 
@@ -205,10 +205,10 @@ def query(
     starts with a -- comment goes after a lone --, which ends the options, or on standard
     input (-)."""
     chosen = _query_format(output, as_json, as_csv)
-    if sql == STDIN_SQL:
-        sql = _stdin_sql()
     settings = settings_or_exit()
     lake_or_exit(lake)
+    if sql == STDIN_SQL:  # after the checks: a wrong --lake is said before any wait
+        sql = _stdin_sql()
     from pipeline.warehouse import WarehouseError
     from pipeline.warehouse import query as q
 

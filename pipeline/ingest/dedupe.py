@@ -12,11 +12,25 @@ import polars as pl
 
 from pipeline.ingest.batch import Batch
 from pipeline.ingest.quarantine import line_rows, quarantined_lines
-from pipeline.sources.inspect.columns import ATTEMPT_KEY, RUN_ID_PREFIX
 
-# (attempt, run_id): the attempts a batch's runs are (``attempts``), or the lake's.
-ATTEMPTS_SCHEMA = {"attempt": pl.String, "run_id": pl.String}
-SKIPPED_SCHEMA = {"row_nr": pl.UInt32, "source": pl.String, "line": pl.Int64, "run_id": pl.String}
+SKIPPED_SCHEMA = pl.Schema(
+    {"row_nr": pl.UInt32, "source": pl.String, "line": pl.Int64, "run_id": pl.String}
+)
+# The lake's runs of a batch's attempts; the earliest batch's is the one a copy repeats.
+LANDED_ATTEMPTS_SCHEMA = pl.Schema(
+    {"attempt": pl.String, "run_id": pl.String, "batch_id": pl.String}
+)
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """Which attempt each of a batch's task runs is, where its source says (row_nr,
+    attempt: an Inspect sample's uuid), and the lake's runs of those attempts (attempt,
+    run_id, batch_id). A run is one attempt; the same attempt under another run_id (a
+    sample an Inspect retry carried over into its own log) lands once."""
+
+    batch: pl.DataFrame
+    landed: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -31,52 +45,31 @@ class Deduped:
     )
 
 
-def attempt_rows() -> pl.Expr:
-    """The run_metadata rows naming an Inspect sample's attempt: its uuid, a JSON string
-    that is not empty, under a run_id of the Inspect reader's form."""
-    value = pl.col("value")
-    return (
-        (pl.col("key") == ATTEMPT_KEY)
-        & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
-        & value.str.starts_with('"')
-        & (value != '""')
-    )
-
-
-def attempts(batch: Batch) -> pl.DataFrame:
-    """The attempts a batch's task runs are (row_nr, attempt); none for a batch
-    without Inspect samples."""
-    metadata = batch.tables["run_metadata"]
-    return metadata.filter(attempt_rows()).select("row_nr", attempt="value")
-
-
-def _carried_over(
-    runs: pl.DataFrame, batch_attempts: pl.DataFrame, landed: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _carried_over(runs: pl.DataFrame, attempts: Attempts) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split off the runs that are an attempt landed before, or landing earlier in the
-    batch, under another run_id: a sample an Inspect retry carried over into its own log.
-    They are skipped as duplicates of that run (row_nr, source, line, that run's id).
+    batch, under another run_id. They are skipped as duplicates of that run (row_nr,
+    source, line, that run's id: of the earliest batch, if an older lake holds two).
 
     ``runs`` are the ones the run_id checks keep (new run_ids, each once), so an attempt
     is never matched with a run that did not land.
     """
-    if batch_attempts.is_empty():
+    if attempts.batch.is_empty():
         return runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
-    first_landed = landed.unique("attempt", keep="first", maintain_order=True).select(
-        "attempt", landed_run="run_id"
+    first_landed = (
+        attempts.landed.sort("batch_id", "run_id")
+        .unique("attempt", keep="first", maintain_order=True)
+        .select("attempt", landed_run="run_id")
     )
     marked = (
-        runs.join(batch_attempts.select("row_nr", "attempt"), on="row_nr", how="left")
+        runs.join(attempts.batch.select("row_nr", "attempt"), on="row_nr", how="left")
         .sort("row_nr")
         .with_columns(first_run=pl.col("run_id").first().over("attempt"))
         .join(first_landed, on="attempt", how="left")
         .with_columns(original=pl.coalesce("landed_run", "first_run"))
     )
     carried = pl.col("attempt").is_not_null() & (pl.col("original") != pl.col("run_id"))
-    skipped = marked.filter(carried).select(
-        "row_nr", "source", pl.col("line").cast(pl.Int64), run_id="original"
-    )
-    return marked.filter(~carried).select(runs.columns), skipped
+    skipped = marked.filter(carried).select("row_nr", "source", "line", run_id="original")
+    return marked.filter(~carried).select(runs.columns), skipped.cast(SKIPPED_SCHEMA)
 
 
 def _dedupe_runs(
@@ -142,13 +135,12 @@ def dedupe(
     landed_surfaces: pl.DataFrame,
     landed_quarantine: pl.DataFrame,
     landed_lines: pl.DataFrame | None = None,
-    landed_attempts: pl.DataFrame | None = None,
+    attempts: Attempts | None = None,
 ) -> Deduped:
     """Drop exact duplicates (of the lake or earlier in the batch); quarantine clashes.
 
-    ``landed_attempts`` (attempt, run_id) are the lake's runs that are one of the batch's
-    attempts (``attempts``): a run that is one of them under another run_id is skipped
-    as a duplicate of it, as is a second run of one attempt within the batch.
+    With ``attempts``, a task run that is an attempt landed before, or earlier in the
+    batch, under another run_id is skipped as a duplicate of that run.
 
     A bad line read again from the same place (a file ingested twice) is
     counted as already quarantined instead of filling the quarantine twice.
@@ -156,12 +148,14 @@ def dedupe(
     them that fails now (say, its env type left the rubric) is a duplicate of
     what landed, never quarantined beside it.
     """
-    if landed_attempts is None:
-        landed_attempts = pl.DataFrame(schema=ATTEMPTS_SCHEMA)
-    new_run_ids, task_skipped, task_clash = _dedupe_runs(
+    new_runs, task_skipped, task_clash = _dedupe_runs(
         batch.tables["task_runs"], landed_tasks, "task"
     )
-    task_runs, carried = _carried_over(new_run_ids, attempts(batch), landed_attempts)
+    task_runs, carried = (
+        (new_runs, pl.DataFrame(schema=SKIPPED_SCHEMA))
+        if attempts is None
+        else _carried_over(new_runs, attempts)
+    )
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
         batch.tables["surface_runs"], landed_surfaces, "surface"
     )
@@ -217,9 +211,7 @@ def dedupe(
     return Deduped(
         batch=deduped,
         duplicate_rows=pl.concat(
-            [carried, task_skipped, surface_skipped], how="vertical_relaxed"
-        ).select(
-            pl.col("row_nr").cast(pl.UInt32), "source", pl.col("line").cast(pl.Int64), "run_id"
+            [carried, *(rows.cast(SKIPPED_SCHEMA) for rows in (task_skipped, surface_skipped))]
         ),
         skipped_duplicates=carried.height
         + task_skipped.height

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from pipeline.ingest.batch import Batch
-from pipeline.ingest.dedupe import ATTEMPTS_SCHEMA, Deduped, attempt_rows, attempts, touching
+from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, touching
 from pipeline.sources.blocks import READ_AGAIN
+from pipeline.sources.inspect.attempts import attempt_rows, run_attempts
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -26,16 +27,7 @@ PROVENANCE = ["run_id", "content_hash", "source", "line"]
 
 def landed_index(store: LakeStore) -> dict[str, LandedIndex]:
     """Per runs table, the index of the run_ids the lake holds."""
-    return {
-        table: LandedIndex(
-            store.landed(table)
-            .select(run_id_hash(pl.col("run_id")))
-            .collect(engine="streaming")
-            .to_series()
-            .to_numpy()
-        )
-        for table in lk.RUN_TABLES
-    }
+    return {table: _hash_index(store.landed(table).select("run_id")) for table in lk.RUN_TABLES}
 
 
 def earlier_runs(
@@ -69,28 +61,36 @@ def earlier_runs(
     return runs("task_runs"), runs("surface_runs")
 
 
+def _hash_index(keys: pl.LazyFrame) -> LandedIndex:
+    """The index of the one string column of ``keys``, hashed as it is scanned (the
+    history's keys are never held at once)."""
+    hashes = keys.select(run_id_hash(pl.first())).collect(engine="streaming")
+    return LandedIndex(hashes.to_series().to_numpy())
+
+
 def _landed_attempts(store: LakeStore, tx: lk.Transaction | None) -> pl.LazyFrame:
     return store.landed("run_metadata", tx).filter(attempt_rows())
 
 
 @dataclass
 class AttemptIndex:
-    """The hashes of the attempts landed (or staged) so far, read at the first batch that
-    holds any, so a chunk of new Inspect samples reads nothing more of the lake (uuids are
-    random: no file statistics can skip the scan, ~0.4 s at 3M landed runs a chunk)."""
+    """The hashes of the attempts landed (or staged in ``tx``) so far, read at the first
+    batch that holds any; after it, a batch of new attempts reads nothing more of the lake
+    (uuids are random: no file statistics can skip a scan, ~0.4 s at 3M landed runs)."""
 
     store: LakeStore
-    tx: lk.Transaction
+    tx: lk.Transaction | None = None
     index: LandedIndex | None = None
 
-    def earlier(self, batch: Batch) -> pl.DataFrame:
-        wanted = attempts(batch)["attempt"].unique()
+    def earlier(self, batch: Batch) -> Attempts:
+        """The attempts ``batch``'s task runs are, and the lake's runs of them."""
+        found = run_attempts(batch.tables["run_metadata"])
+        wanted = found["attempt"].unique()
         if wanted.is_empty():
-            return pl.DataFrame(schema=ATTEMPTS_SCHEMA)
+            return Attempts(found, pl.DataFrame(schema=LANDED_ATTEMPTS_SCHEMA))
         if self.index is None:
-            hashes = _landed_attempts(self.store, self.tx).select(run_id_hash(pl.col("value")))
-            self.index = LandedIndex(hashes.collect(engine="streaming").to_series().to_numpy())
-        return earlier_attempts(self.store, batch, self.tx, self.index.may_hold(wanted))
+            self.index = _hash_index(_landed_attempts(self.store, self.tx).select("value"))
+        return Attempts(found, earlier_attempts(self.store, self.index.may_hold(wanted), self.tx))
 
     def add(self, run_metadata: pl.DataFrame) -> None:
         """Take in the attempts of runs that landed (a part's run_metadata)."""
@@ -99,23 +99,17 @@ class AttemptIndex:
 
 
 def earlier_attempts(
-    store: LakeStore,
-    batch: Batch,
-    tx: lk.Transaction | None = None,
-    wanted: pl.Series | None = None,
+    store: LakeStore, wanted: pl.Series, tx: lk.Transaction | None = None
 ) -> pl.DataFrame:
-    """The lake's runs (attempt, run_id) that are an attempt ``batch`` holds (an Inspect
-    sample's uuid), or only those of ``wanted``; read only when there are any."""
-    if wanted is None:
-        wanted = attempts(batch)["attempt"].unique()
+    """The lake's runs (attempt, run_id, batch_id) of the ``wanted`` attempts."""
     if wanted.is_empty():
-        return pl.DataFrame(schema=ATTEMPTS_SCHEMA)
+        return pl.DataFrame(schema=LANDED_ATTEMPTS_SCHEMA)
     return (
         _landed_attempts(store, tx)
         .filter(pl.col("value").is_in(wanted.implode()))
-        .select("run_id", attempt="value")
+        .select("run_id", "batch_id", attempt="value")
         .collect()
-        .select(*ATTEMPTS_SCHEMA)
+        .select(*LANDED_ATTEMPTS_SCHEMA)
     )
 
 

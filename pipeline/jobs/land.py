@@ -36,7 +36,7 @@ from pipeline.jobs.earlier import (
     superseded_quarantine,
     unread_before,
 )
-from pipeline.sources.blocks import STILL_RUNNING
+from pipeline.sources.blocks import NOTED_BY_READER
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
@@ -86,7 +86,10 @@ class Lander:
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
-    attempts: AttemptIndex | None = None
+    attempts: AttemptIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.attempts = AttemptIndex(self.store, self.tx)
 
     def unread_sources(self) -> set[str]:
         """The input files quarantined whole (line 0) in this run for a reason after which
@@ -164,10 +167,8 @@ class Lander:
         earlier = earlier_runs(self.store, batch, self.tx, self.landed)
         held = earlier_quarantine(self.store, batch, self.tx)
         again = earlier_landed_lines(self.store, batch, self.tx)
-        if self.attempts is None:
-            self.attempts = AttemptIndex(self.store, self.tx)
-        carried = self.attempts.earlier(batch)
-        result = guarded(dedupe, batch, *earlier, held, again, carried)
+        attempts = self.attempts.earlier(batch)
+        result = guarded(dedupe, batch, *earlier, held, again, attempts)
         result.batch.quarantine = guarded(
             compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
         )
@@ -214,8 +215,7 @@ class Lander:
             self.parts.append(part)
         for table in lk.RUN_TABLES:
             self.landed[table].add(frames[table].get_column("run_id"))
-        if self.attempts is not None:
-            self.attempts.add(frames["run_metadata"])
+        self.attempts.add(frames["run_metadata"])
         self.outcomes.append(file_outcomes(frames))
         # A file whose runs were in the lake already is not one none of whose lines landed.
         repeated = (
@@ -285,8 +285,9 @@ def file_notes(outcomes: list[pl.DataFrame], exclude: set[str] | None = None) ->
     A file that could not be read at all, or none of whose lines landed, is
     worth a line of its own in the summary, beside the per-line quarantine.
     Judged over every chunk, so a big file read in several chunks gets one
-    note, and none when a line of it landed in another chunk. An Inspect log still
-    running gets none here: its reader's note says so on every read, with what to do.
+    note, and none when a line of it landed in another chunk. A file quarantined whole
+    for a reason ``NOTED_BY_READER`` gets none here: its reader's note says so on every
+    read, with what to do.
     """
     if not outcomes:
         return []
@@ -303,7 +304,10 @@ def file_notes(outcomes: list[pl.DataFrame], exclude: set[str] | None = None) ->
             ~pl.col("landed")
             & (pl.col("lines") > 0)
             & ~pl.col("source").is_in(sorted(exclude or ()))
-            & ~(pl.col("whole") & pl.col("reason").str.starts_with(STILL_RUNNING))
+            & ~(
+                pl.col("whole")
+                & pl.any_horizontal(pl.col("reason").str.starts_with(r) for r in NOTED_BY_READER)
+            )
         )
         .sort("source")
         .select(

@@ -33,7 +33,7 @@ from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import Deduped, dedupe
 from pipeline.jobs.earlier import (
-    earlier_attempts,
+    AttemptIndex,
     earlier_runs,
     landed_index,
     resolved_before,
@@ -177,8 +177,8 @@ def replay_locked(
     nothing_held = pl.DataFrame(
         schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
     )
-    carried = earlier_attempts(store, batch)
-    result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held, landed_attempts=carried)
+    attempts = AttemptIndex(store).earlier(batch)
+    result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held, attempts=attempts)
     frames = landed_frames(result.batch)
     frames["quarantine_resolved"] = checked(
         QuarantineResolved, _resolved_rows(candidates, batch, result, batch_id)

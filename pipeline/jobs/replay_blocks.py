@@ -30,7 +30,7 @@ from pipeline.ingest.batch import build_batch, landed_frames
 from pipeline.ingest.classify import is_blank
 from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, row_lines
-from pipeline.jobs.earlier import earlier_attempts, earlier_runs
+from pipeline.jobs.earlier import AttemptIndex, earlier_runs
 from pipeline.sources.chunks import iter_line_chunks
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
@@ -107,6 +107,10 @@ class BlockReplay:
     counts: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(("task", "surface", "duplicates", "lines"), 0)
     )
+    attempts: AttemptIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.attempts = AttemptIndex(self.store, self.tx)
 
     def chunks(self) -> Iterator[Lines]:
         for path in readable_sources(self.blocks):
@@ -126,8 +130,8 @@ class BlockReplay:
         nothing_held = pl.DataFrame(schema=polars_schema(Quarantine)).select(
             "source", "line", "line_end", "raw"
         )
-        carried = earlier_attempts(self.store, batch, self.tx)
-        result = dedupe(batch, *earlier, nothing_held, landed_attempts=carried)
+        attempts = self.attempts.earlier(batch)
+        result = dedupe(batch, *earlier, nothing_held, attempts=attempts)
         refused = result.batch.quarantine.select("row_nr")
         blank = lines.frame.filter(is_blank(pl.col("raw")))
         self.released.append(
@@ -165,6 +169,8 @@ class BlockReplay:
         for table in lk.RUN_TABLES:
             if table in frames:
                 self.landed[table].add(frames[table].get_column("run_id"))
+        if "run_metadata" in frames:
+            self.attempts.add(frames["run_metadata"])
 
     def finish(self) -> tuple[int, int]:
         """Resolves every block a line of which was released; returns (blocks resolved,

@@ -25,6 +25,9 @@ UNREADABLE_LOG = "not a readable Inspect AI log"
 # The whole-file (line 0) reasons after which a later reading of the file may land it: its
 # row is resolved (superseded) once a later ingest reads lines of the file.
 READ_AGAIN = (UNREADABLE, STILL_RUNNING, UNREADABLE_LOG)
+# The whole-file reasons whose reader says so in a note of its own on every read (with
+# what to do), so the run's notes on whole files leave them out.
+NOTED_BY_READER = (STILL_RUNNING,)
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 

@@ -32,7 +32,7 @@ from pipeline.sources.inspect.extract import (
     to_subscore,
     usage_totals,
 )
-from tests.clirunner import pipeline
+from tests.clirunner import Done, pipeline
 from tests.paths import REAL_REPORTS
 
 AGENT = "secbot"
@@ -163,6 +163,14 @@ def lake(logs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = pipeline("run", logs[0].parent, "--lake", lake)
     assert done.returncode == 0, done.stderr + done.stdout
     return lake
+
+
+def _counts(done: Done) -> dict[str, Any]:
+    """The ingest summary's counts by their headers (files, lines, task, ..., seen, s)."""
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["files", "lines"])
+    values = (float(v) if "." in v else int(v) for v in lines[at + 2].split())
+    return dict(zip(lines[at].split(), values, strict=True))
 
 
 def _rows(lake: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -636,7 +644,11 @@ def test_a_running_log_is_read_once_the_eval_ends(logs: list[Path], tmp_path: Pa
     # Read again while it runs: counted as seen, and the note says why it is read again.
     again = pipeline("ingest", log.parent, "--lake", lake)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.splitlines()[3].split()[1:8] == ["1", "0", "0", "0", "0", "0", "1"]
+    assert _counts(again) | {"s": "-"} == {
+        **dict.fromkeys(("files", "lines", "seen"), 1),
+        **dict.fromkeys(("task", "surface", "quarantined", "duplicates", "blank"), 0),
+        "s": "-",
+    }
     for done in (running, again):  # one note a read
         assert f"note: {log}: {table.RUNNING_NOTE}" in done.stdout.replace("\n", " ")
         assert done.stdout.count(STILL_RUNNING) == 1
@@ -841,8 +853,8 @@ def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
             done = pipeline("ingest", inbox, "--lake", lake)
             assert done.returncode == 0, done.stderr
         # the second log's copies of the first's attempts were skipped as duplicates
-        counts = done.stdout.splitlines()[3].split()
-        assert (counts[2], counts[5]) == (str(4 - len(carried)), str(len(carried)))
+        counts = _counts(done)
+        assert (counts["task"], counts["duplicates"]) == (4 - len(carried), len(carried))
         assert uuids_landed(lake) == every
         assert pipeline("check", "--lake", lake).returncode == 0
     # The carried-over runs keep the run_id they first landed with.

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.cli import query as query_command
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from pipeline.warehouse import WarehouseError
@@ -216,8 +217,12 @@ def test_sql_on_standard_input(lake: Path) -> None:
     done = runner.invoke(app, ["query", "-", "--lake", str(lake), "--json"], input=script)
     assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout) == [{"n": 4}]
-    too_long = runner.invoke(app, ["query", "-", "--lake", str(lake)], input="x" * ((1 << 20) + 1))
-    assert too_long.exit_code == 2 and "over 1048576 bytes" in too_long.stderr
+    limit = query_command.MAX_STDIN_SQL_BYTES
+    padded = "select 1 as n" + " " * (limit - len("select 1 as n"))
+    at_limit = runner.invoke(app, ["query", "-", "--lake", str(lake), "--json"], input=padded)
+    assert at_limit.exit_code == 0 and json.loads(at_limit.stdout) == [{"n": 1}]
+    too_long = runner.invoke(app, ["query", "-", "--lake", str(lake)], input=padded + " ")
+    assert too_long.exit_code == 2 and f"over {limit} bytes" in too_long.stderr
     not_utf8 = runner.invoke(app, ["query", "-", "--lake", str(lake)], input=b"select '\xff'")
     assert not_utf8.exit_code == 2 and "not UTF-8" in not_utf8.stderr
 
@@ -228,8 +233,6 @@ def test_sql_on_a_closed_standard_input_is_a_usage_error(
     import sys
 
     import typer
-
-    from pipeline.cli import query as query_command
 
     monkeypatch.setattr(sys, "stdin", None)  # what Python gives a process started with <&-
     with pytest.raises(typer.Exit) as ended:

@@ -146,15 +146,20 @@ def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path, lake: Path) 
     assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
 
 
+def _inspect_sample(eval_id: str, uuid: str = "U1", sample: str = "s-1") -> str:
+    """A fuzz sample as the Inspect reader writes it: the same uuid under two eval ids is
+    one attempt (a retry's log carries it over)."""
+    record = fuzz_record(f"inspect:{eval_id}/{sample}#1")
+    record["grade"]["metadata"] = {"inspect": {"eval_id": eval_id, "sample_uuid": uuid}}
+    return json.dumps(record)
+
+
 def test_a_sample_carried_over_by_a_retry_resolves_as_a_copy_of_the_run_it_was(
     tmp_path: Path, lake: Path
 ) -> None:
     # An Inspect sample in a log and in its retry's log (a new eval id, the same uuid), both
     # waiting for their env type: one lands, the other is a duplicate of that run.
-    def sample(eval_id: str) -> str:
-        record = fuzz_record(f"inspect:{eval_id}/s-1#1")
-        record["grade"]["metadata"] = {"inspect": {"eval_id": eval_id, "sample_uuid": "U1"}}
-        return json.dumps(record)
+    sample = _inspect_sample
 
     jobs.ingest([write(tmp_path / "a.jsonl", [sample("E1"), sample("E2")])], lake)
     assert rows(lake, "quarantine").height == 2
@@ -299,6 +304,21 @@ def _fuzz_night(path: Path, fuzz: int, bad: int, *, gz: bool = False) -> Path:
     else:
         path.write_bytes(text)
     return path
+
+
+def test_a_block_replayed_lands_each_attempt_once(
+    tmp_path: Path, lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Line 1 kept with its text, lines 2-6 as a block (no text): a log's samples and its
+    # retry's copies of them, read again from the file by replay; each attempt lands once.
+    monkeypatch.setenv(KEEP_BAD_LINES_ENV, "1")
+    lines = [_inspect_sample("E1", f"U{i}", f"s-{i}") for i in range(3)]
+    lines += [_inspect_sample("E2", f"U{i}", f"s-{i}") for i in range(3)]
+    source = write(tmp_path / "logs.jsonl", lines)
+    assert jobs.run([source], lake, parse_rubric({})).ingest.quarantined == 6
+    report = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert (report.landed_task_runs, report.block_lines_read, report.block_task_runs) == (1, 5, 2)
+    assert sorted(rows(lake, "task_runs")["run_id"]) == [f"inspect:E1/s-{i}#1" for i in range(3)]
 
 
 @pytest.mark.parametrize("gz", [False, True])

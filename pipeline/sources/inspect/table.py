@@ -48,10 +48,12 @@ from pipeline.storage.lake import InputError
 SAMPLES_PER_READ = 256
 # EvalLog.status while the eval runs; "success", "cancelled" and "error" are final.
 RUNNING_STATUS = "started"
+RUNNING = f"{STILL_RUNNING} (log status {RUNNING_STATUS!r})"
+RUNNING_REASON = f"{RUNNING}: it is read once the eval ends"
 RUNNING_NOTE = (
-    f"{STILL_RUNNING} (log status {RUNNING_STATUS!r}); it is read again by every ingest or "
-    "nightly until the eval ends. An eval killed for good leaves its log so: eval_retry "
-    "it (the retry's log lands the samples it finished, once) and move this log away"
+    f"{RUNNING}; it is read again by every ingest or nightly until the eval ends. An eval "
+    "killed for good leaves its log so: eval_retry it (the retry's log lands the samples it "
+    "finished, once) and move this log away"
 )
 
 
@@ -296,10 +298,9 @@ def inspect_frames(
     if header.status == RUNNING_STATUS:
         # Read once the eval has ended: its samples then come in their final order, with the
         # log's final status, so none is numbered twice or clashes with its earlier self.
-        reason = f"{STILL_RUNNING} (log status {RUNNING_STATUS!r}): it is read once the eval ends"
         if notes is not None:
             notes.append(f"{source}: {RUNNING_NOTE}")
-        yield one_line(source, 0, None, reason), 0
+        yield one_line(source, 0, None, RUNNING_REASON), 0
         return
     pending: list[str] = []
     pending_bytes = 0

@@ -4,15 +4,16 @@ over into the retry's log under a new eval id, so under a new run_id, with the s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from pipeline.ingest.batch import build_batch
-from pipeline.ingest.dedupe import ATTEMPTS_SCHEMA, dedupe
+from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, dedupe
 from pipeline.jobs.ingest import ingest_locked
+from pipeline.sources.inspect.attempts import run_attempts
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 
@@ -39,19 +40,26 @@ def _sample(
     return record
 
 
-def _nothing() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    runs = pl.DataFrame(
-        schema={
-            "run_id": pl.String,
-            "content_hash": pl.String,
-            "source": pl.String,
-            "line": pl.Int64,
-        }
-    )
-    held = pl.DataFrame(
-        schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
-    )
-    return runs, runs, held
+LANDED_RUNS = pl.Schema(
+    {"run_id": pl.String, "content_hash": pl.String, "source": pl.String, "line": pl.Int64}
+)
+NOTHING_HELD = pl.DataFrame(
+    schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
+)
+
+
+def _deduped(
+    batch: Any,
+    landed_runs: Sequence[dict[str, Any]] = (),
+    landed_attempts: Sequence[tuple[str, str, str]] = (),
+) -> Deduped:
+    """``dedupe`` of ``batch`` against a lake holding ``landed_runs`` and, as
+    (attempt, run_id, batch_id), ``landed_attempts``."""
+    runs = pl.DataFrame(list(landed_runs), schema=LANDED_RUNS)
+    landed = pl.DataFrame(list(landed_attempts), schema=LANDED_ATTEMPTS_SCHEMA, orient="row")
+    attempts = Attempts(run_attempts(batch.tables["run_metadata"]), landed)
+    surfaces = pl.DataFrame(schema=LANDED_RUNS)
+    return dedupe(batch, runs, surfaces, NOTHING_HELD, attempts=attempts)
 
 
 def test_an_attempt_seen_earlier_in_the_batch_under_another_run_id_is_a_duplicate(
@@ -65,7 +73,7 @@ def test_an_attempt_seen_earlier_in_the_batch_under_another_run_id_is_a_duplicat
             _sample(task_record, "inspect:E2/2#1", "U3"),  # run again: a new attempt
         ]
     )
-    result = dedupe(batch, *_nothing())
+    result = _deduped(batch)
     assert result.batch.tables["task_runs"]["run_id"].to_list() == [
         "inspect:E1/1#1",
         "inspect:E1/2#1",
@@ -89,12 +97,9 @@ def test_an_attempt_the_lake_holds_under_another_run_id_is_a_duplicate_of_it(
         ]
     )
     # run_metadata keeps a value as JSON text, the lake's and the batch's alike.
-    landed = pl.DataFrame(
-        {"attempt": ['"U1"'], "run_id": ["inspect:E1/1#1"]}, schema=ATTEMPTS_SCHEMA
-    )
     named = batch.tables["run_metadata"].filter(pl.col("key") == "inspect.sample_uuid")
     assert named["value"].to_list() == ['"U1"', '"U9"']
-    result = dedupe(batch, *_nothing(), landed_attempts=landed)
+    result = _deduped(batch, landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")])
     assert result.batch.tables["task_runs"]["run_id"].to_list() == ["inspect:E2/2#1"]
     assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
     assert result.skipped_duplicates == 1
@@ -111,14 +116,10 @@ def test_the_same_run_id_and_records_without_an_attempt_are_left_to_the_run_id_c
             _sample(task_record, "r-3", None),
         ]
     )
-    runs, surfaces, held = _nothing()
     first = batch.tables["task_runs"].row(0, named=True)
-    landed_runs = pl.DataFrame([{key: first[key] for key in runs.columns}], schema=runs.schema)
-    landed = pl.DataFrame(
-        {"attempt": ['"U1"', '"U1"'], "run_id": ["inspect:E0/1#1", "inspect:E1/1#1"]},
-        schema=ATTEMPTS_SCHEMA,
-    )
-    result = dedupe(batch, landed_runs, surfaces, held, landed_attempts=landed)
+    landed_runs = [{key: first[key] for key in LANDED_RUNS}]
+    landed = [('"U1"', "inspect:E0/1#1", "b0"), ('"U1"', "inspect:E1/1#1", "b1")]
+    result = _deduped(batch, landed_runs, landed)
     assert result.batch.tables["task_runs"]["run_id"].to_list() == ["r-1", "r-2", "r-3"]
     # a plain duplicate of itself (its run_id and content), not of the attempt's first run
     assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
@@ -130,7 +131,7 @@ def test_only_a_non_empty_uuid_is_an_attempt(task_record: Callable[..., dict[str
     records[1]["grade"]["metadata"]["inspect"]["sample_uuid"] = None
     records[2]["grade"]["metadata"]["inspect"]["sample_uuid"] = ""
     records[3]["grade"]["metadata"]["inspect"]["sample_uuid"] = ""
-    result = dedupe(_batch(records), *_nothing())
+    result = _deduped(_batch(records))
     assert result.batch.tables["task_runs"].height == 4
     assert result.skipped_duplicates == 0
 
@@ -146,12 +147,10 @@ def test_an_attempt_whose_first_copy_clashes_lands_from_the_next(
             _sample(task_record, "inspect:E2/1#1", "U1"),
         ]
     )
-    runs, surfaces, held = _nothing()
-    landed_runs = pl.DataFrame(
-        [{"run_id": "inspect:E1/1#1", "content_hash": "other", "source": "old", "line": 1}],
-        schema=runs.schema,
-    )
-    result = dedupe(batch, landed_runs, surfaces, held)
+    landed_runs = [
+        {"run_id": "inspect:E1/1#1", "content_hash": "other", "source": "old", "line": 1}
+    ]
+    result = _deduped(batch, landed_runs)
     assert result.batch.tables["task_runs"]["run_id"].to_list() == ["inspect:E2/1#1"]
     assert result.batch.quarantine["line"].to_list() == [1]
     assert result.skipped_duplicates == 0
@@ -182,3 +181,16 @@ def test_attempts_are_found_across_chunks_and_ingests(
     for root in (lake, other):
         landed = pl.read_parquet(root / "task_runs" / "*.parquet")["run_id"].sort().to_list()
         assert landed == ["inspect:E1/0#1", "inspect:E1/1#1", "inspect:E1/2#1", "inspect:E2/1#1"]
+
+
+def test_a_copy_repeats_the_attempts_earliest_run_in_a_lake_that_holds_two(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # A lake written before attempts were deduped may hold one attempt under two run_ids.
+    batch = _batch([_sample(task_record, "inspect:E3/1#1", "U1")])
+    landed = [
+        ('"U1"', "inspect:E2/1#1", "20261202T000000Z-b"),
+        ('"U1"', "inspect:E1/1#1", "20261201T000000Z-a"),
+    ]
+    result = _deduped(batch, landed_attempts=landed)
+    assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
