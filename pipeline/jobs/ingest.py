@@ -19,6 +19,7 @@ from pipeline.jobs.results import IngestReport
 from pipeline.rubric import Rubric
 from pipeline.sources.chunks import iter_line_chunks
 from pipeline.sources.discover import scan_inputs
+from pipeline.sources.inspect.shared import shared_problem_notes
 from pipeline.sources.limits import DEFAULT_CHUNK_BYTES
 from pipeline.storage import lake as lk
 from pipeline.storage.rubrics import current_rubric, lake_rubric
@@ -109,6 +110,7 @@ def ingest_locked(
         + scanned.skipped
         + failures
         + file_notes(lander.outcomes, exclude=set(lander.failed))
+        + shared_problem_notes(lander.task_problems)
         + resolved,
         schema_news=evolution.news_of(lander.found, known),
     )

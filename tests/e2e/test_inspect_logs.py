@@ -863,3 +863,63 @@ def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
         f"inspect:{logs[0].eval.eval_id}",
         f"inspect:{logs[1].eval.eval_id}",
     }
+
+
+TWO_EXPLOIT_TASKS = textwrap.dedent(
+    """
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import Score, scorer
+    from inspect_ai.solver import solver
+
+
+    @solver
+    def no_model():
+        async def solve(state, generate):
+            return state
+        return solve
+
+
+    @scorer(metrics=[])
+    def parts():
+        async def score(state, target):
+            return Score(value={"defect_matching": 1.0, "pov_quality": 0.5,
+                                "summary_quality": 1.0, "target_calls": 0.0})
+        return score
+
+
+    # No ids: Inspect numbers each dataset's samples 1..N.
+    @task
+    def libpng_t():
+        return Task(dataset=[Sample(input="go", target="-") for _ in range(3)],
+                    solver=no_model(), scorer=parts())
+
+
+    @task
+    def zlib_t():
+        return Task(dataset=[Sample(input="go", target="-") for _ in range(2)],
+                    solver=no_model(), scorer=parts())
+    """
+)
+
+
+@pytest.mark.slow
+def test_tasks_of_one_env_type_whose_samples_share_ids_are_noted(tmp_path: Path) -> None:
+    inspect_ai = pytest.importorskip("inspect_ai")
+    (tmp_path / "tasks.py").write_text(TWO_EXPLOIT_TASKS)
+    inspect_ai.eval(
+        [f"{tmp_path / 'tasks.py'}@libpng_t", f"{tmp_path / 'tasks.py'}@zlib_t"],
+        model="mockllm/model",
+        log_dir=str(tmp_path / "logs"),
+        metadata={"agent": AGENT, "agent_version": "1.0", "env_type": "exploit"},
+        display="none",
+    )
+    done = pipeline("run", tmp_path / "logs", "--lake", tmp_path / "lake")
+    assert done.returncode == 0, done.stderr
+    note = (
+        "note: Inspect tasks of env type exploit share sample ids (2 of them, e.g. 1, 2; "
+        "tasks libpng_t, zlib_t): compare and the views take their samples as the same "
+        "problems; give samples ids unique across the tasks of an env type"
+    )
+    assert note in " ".join(done.stdout.split())
+    assert _rows(tmp_path / "lake", "select count(*) from task_runs") == [(5,)]

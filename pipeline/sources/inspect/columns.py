@@ -61,6 +61,11 @@ RESERVED_METADATA = (PROVENANCE_KEY, SAMPLE_METADATA_KEY, EXPLANATION_KEY, SCORE
 # under ATTEMPT_KEY.
 ATTEMPT_FIELD = "sample_uuid"
 ATTEMPT_KEY = f"{PROVENANCE_KEY}.{ATTEMPT_FIELD}"
+# The provenance field naming the task. A problem is (problem_id, env_type) and problem_id
+# is the sample's id, which Inspect numbers 1..N in every dataset without ids of its own:
+# an ingest notes tasks of one env type whose samples share ids (inspect/shared.py).
+TASK_FIELD = "task"
+TASK_KEY = f"{PROVENANCE_KEY}.{TASK_FIELD}"
 
 # Sample metadata keys lifted to the record's optional top-level fields (CONTRACT 2).
 LIFTED_SAMPLE_FIELDS = ("defect_id", "cwe", "project")

@@ -25,6 +25,7 @@ from pipeline.sources.inspect.columns import (
     ATTEMPT_FIELD,
     LIFTED_SAMPLE_FIELDS,
     MISSING_EXTRA,
+    TASK_FIELD,
     UNREAD_SAMPLE_FIELDS,
     InspectMapping,
 )
@@ -71,7 +72,7 @@ def _provenance(header: Any, sample: Any) -> dict[str, Any]:
         "eval_id": spec.eval_id,
         "run_id": spec.run_id,
         "eval_set_id": spec.eval_set_id,
-        "task": spec.task,
+        TASK_FIELD: spec.task,
         "task_version": spec.task_version,
         "task_id": spec.task_id,
         "model": spec.model,
