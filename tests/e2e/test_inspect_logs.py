@@ -865,40 +865,20 @@ def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
     }
 
 
-TWO_EXPLOIT_TASKS = textwrap.dedent(
+# No ids: Inspect numbers each dataset's samples 1..N. No flag files: no sample fails.
+TWO_EXPLOIT_TASKS = FLAKY_TASK + textwrap.dedent(
     """
-    from inspect_ai import Task, task
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import Score, scorer
-    from inspect_ai.solver import solver
 
-
-    @solver
-    def no_model():
-        async def solve(state, generate):
-            return state
-        return solve
-
-
-    @scorer(metrics=[])
-    def parts():
-        async def score(state, target):
-            return Score(value={"defect_matching": 1.0, "pov_quality": 0.5,
-                                "summary_quality": 1.0, "target_calls": 0.0})
-        return score
-
-
-    # No ids: Inspect numbers each dataset's samples 1..N.
     @task
-    def libpng_t():
+    def libpng_t(flags: str):
         return Task(dataset=[Sample(input="go", target="-") for _ in range(3)],
-                    solver=no_model(), scorer=parts())
+                    solver=flaky(flags), scorer=parts())
 
 
     @task
-    def zlib_t():
+    def zlib_t(flags: str):
         return Task(dataset=[Sample(input="go", target="-") for _ in range(2)],
-                    solver=no_model(), scorer=parts())
+                    solver=flaky(flags), scorer=parts())
     """
 )
 
@@ -909,6 +889,7 @@ def test_tasks_of_one_env_type_whose_samples_share_ids_are_noted(tmp_path: Path)
     (tmp_path / "tasks.py").write_text(TWO_EXPLOIT_TASKS)
     inspect_ai.eval(
         [f"{tmp_path / 'tasks.py'}@libpng_t", f"{tmp_path / 'tasks.py'}@zlib_t"],
+        task_args={"flags": str(tmp_path)},
         model="mockllm/model",
         log_dir=str(tmp_path / "logs"),
         metadata={"agent": AGENT, "agent_version": "1.0", "env_type": "exploit"},
