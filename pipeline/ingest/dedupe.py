@@ -45,16 +45,20 @@ class Deduped:
     )
 
 
-def _carried_over(runs: pl.DataFrame, attempts: Attempts) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _carried_over(
+    runs: pl.DataFrame, attempts: Attempts
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Split off the runs that are an attempt landed before, or landing earlier in the
     batch, under another run_id. They are skipped as duplicates of that run (row_nr,
-    source, line, that run's id: of the earliest batch, if an older lake holds two).
+    source, line, that run's id: of the earliest batch by its id, if an older lake holds
+    two); the third frame maps each one's own run_id to that run's (run_id, original).
 
     ``runs`` are the ones the run_id checks keep (new run_ids, each once), so an attempt
     is never matched with a run that did not land.
     """
     if attempts.batch.is_empty():
-        return runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
+        renamed = pl.DataFrame(schema={"run_id": pl.String, "original": pl.String})
+        return runs, pl.DataFrame(schema=SKIPPED_SCHEMA), renamed
     first_landed = (
         attempts.landed.sort("batch_id", "run_id")
         .unique("attempt", keep="first", maintain_order=True)
@@ -69,7 +73,8 @@ def _carried_over(runs: pl.DataFrame, attempts: Attempts) -> tuple[pl.DataFrame,
     )
     carried = pl.col("attempt").is_not_null() & (pl.col("original") != pl.col("run_id"))
     skipped = marked.filter(carried).select("row_nr", "source", "line", run_id="original")
-    return marked.filter(~carried).select(runs.columns), skipped.cast(SKIPPED_SCHEMA)
+    renamed = marked.filter(carried).select("run_id", "original")
+    return marked.filter(~carried).select(runs.columns), skipped.cast(SKIPPED_SCHEMA), renamed
 
 
 def _dedupe_runs(
@@ -151,11 +156,15 @@ def dedupe(
     new_runs, task_skipped, task_clash = _dedupe_runs(
         batch.tables["task_runs"], landed_tasks, "task"
     )
-    task_runs, carried = (
-        (new_runs, pl.DataFrame(schema=SKIPPED_SCHEMA))
-        if attempts is None
-        else _carried_over(new_runs, attempts)
-    )
+    task_runs, carried = new_runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
+    if attempts is not None:
+        task_runs, carried, renamed = _carried_over(new_runs, attempts)
+        # A copy of a carried-over line (same run_id and content) repeats what it repeats.
+        task_skipped = (
+            task_skipped.join(renamed, on="run_id", how="left")
+            .with_columns(run_id=pl.coalesce("original", "run_id"))
+            .drop("original")
+        )
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
         batch.tables["surface_runs"], landed_surfaces, "surface"
     )

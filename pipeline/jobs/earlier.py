@@ -7,6 +7,7 @@ whole history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -15,6 +16,7 @@ from pipeline.ingest.batch import Batch
 from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, touching
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.sources.inspect.attempts import attempt_rows, run_attempts
+from pipeline.sources.inspect.shared import TASK_PROBLEMS, task_problems
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -23,6 +25,7 @@ from schemas.registry import LANDED
 from schemas.tasks import QuarantineResolved
 
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
+PROBLEMS = pl.Schema({"env_type": pl.String, "problem_id": pl.String})
 
 
 def landed_index(store: LakeStore) -> dict[str, LandedIndex]:
@@ -98,6 +101,12 @@ class AttemptIndex:
             self.index.add(run_metadata.filter(attempt_rows()).get_column("value"))
 
 
+def batch_attempts(store: LakeStore, batch: Batch) -> Attempts:
+    """``AttemptIndex.earlier`` for one batch alone (a replay's): the lake read once."""
+    found = run_attempts(batch.tables["run_metadata"])
+    return Attempts(found, earlier_attempts(store, found["attempt"].unique()))
+
+
 def earlier_attempts(
     store: LakeStore, wanted: pl.Series, tx: lk.Transaction | None = None
 ) -> pl.DataFrame:
@@ -111,6 +120,21 @@ def earlier_attempts(
         .collect()
         .select(*LANDED_ATTEMPTS_SCHEMA)
     )
+
+
+def lake_task_problems(
+    store: LakeStore, tx: lk.Transaction, landed: Sequence[pl.DataFrame]
+) -> pl.DataFrame:
+    """(env_type, problem_id, task) of every Inspect run the lake holds, with what ``tx``
+    has staged, at the problems (env_type, problem_id) of ``landed``; read only when an
+    ingest landed any."""
+    wanted = pl.concat([pl.DataFrame(schema=PROBLEMS), *landed]).unique()
+    if wanted.is_empty():
+        return pl.DataFrame(schema=TASK_PROBLEMS)
+    runs = store.landed("task_runs", tx).join(
+        wanted.lazy(), on=["env_type", "problem_id"], how="semi"
+    )
+    return task_problems(runs, store.landed("run_metadata", tx)).collect()
 
 
 def earlier_quarantine(store: LakeStore, batch: Batch, tx: lk.Transaction) -> pl.DataFrame:

@@ -13,7 +13,7 @@ from pipeline.core.settings import Settings, current_settings
 from pipeline.core.stages import progress
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import unterminated_notes
-from pipeline.jobs.earlier import landed_index
+from pipeline.jobs.earlier import lake_task_problems, landed_index
 from pipeline.jobs.land import Lander, file_notes
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import Rubric
@@ -70,6 +70,7 @@ def ingest_locked(
             files, chunk_bytes=chunk_bytes, settings=chosen, inspect=env_rubric.inspect
         )
         lander.land_all(progress(chunks, "ingesting"))
+        shared = shared_problem_notes(lake_task_problems(store, tx, lander.inspect_problems))
         if any(lander.found.values()):
             evolution.remember(tx, lake, lander.found, known)
         if extra_state is not None:
@@ -110,7 +111,7 @@ def ingest_locked(
         + scanned.skipped
         + failures
         + file_notes(lander.outcomes, exclude=set(lander.failed))
-        + shared_problem_notes(lander.task_problems)
+        + shared
         + resolved,
         schema_news=evolution.news_of(lander.found, known),
     )

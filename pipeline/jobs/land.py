@@ -37,7 +37,7 @@ from pipeline.jobs.earlier import (
     unread_before,
 )
 from pipeline.sources.blocks import NOTED_BY_READER
-from pipeline.sources.inspect.shared import task_problems
+from pipeline.sources.inspect.shared import inspect_problems
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
@@ -88,8 +88,8 @@ class Lander:
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
     attempts: AttemptIndex = field(init=False)
-    # (env_type, problem_id, task) of the Inspect runs landed, for inspect/shared.py's note.
-    task_problems: list[pl.DataFrame] = field(default_factory=list)
+    # (env_type, problem_id) of the Inspect runs landed, for inspect/shared.py's note.
+    inspect_problems: list[pl.DataFrame] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.attempts = AttemptIndex(self.store, self.tx)
@@ -219,7 +219,7 @@ class Lander:
         for table in lk.RUN_TABLES:
             self.landed[table].add(frames[table].get_column("run_id"))
         self.attempts.add(frames["run_metadata"])
-        self.task_problems.append(task_problems(frames["task_runs"], frames["run_metadata"]))
+        self.inspect_problems.append(inspect_problems(frames["task_runs"]))
         self.outcomes.append(file_outcomes(frames))
         # A file whose runs were in the lake already is not one none of whose lines landed.
         repeated = (

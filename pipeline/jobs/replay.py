@@ -33,7 +33,7 @@ from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import Deduped, dedupe
 from pipeline.jobs.earlier import (
-    AttemptIndex,
+    batch_attempts,
     earlier_runs,
     landed_index,
     resolved_before,
@@ -177,7 +177,7 @@ def replay_locked(
     nothing_held = pl.DataFrame(
         schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
     )
-    attempts = AttemptIndex(store).earlier(batch)
+    attempts = batch_attempts(store, batch)
     result = dedupe(batch, landed_tasks, landed_surfaces, nothing_held, attempts=attempts)
     frames = landed_frames(result.batch)
     frames["quarantine_resolved"] = checked(

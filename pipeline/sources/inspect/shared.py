@@ -1,11 +1,10 @@
 """Inspect tasks of one env type whose samples share ids. A problem is (problem_id,
 env_type) and problem_id is the sample's id, so their samples are the same problems to
-``compare`` and the views: worth a note when an ingest lands them.
+``compare`` and the views: worth a note when an ingest lands them, also when the other
+task landed in an earlier ingest.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import polars as pl
 
@@ -16,11 +15,22 @@ SHOWN = 3
 TASK_PROBLEMS = pl.Schema({"env_type": pl.String, "problem_id": pl.String, "task": pl.String})
 
 
-def task_problems(task_runs: pl.DataFrame, run_metadata: pl.DataFrame) -> pl.DataFrame:
-    """(env_type, problem_id, task) of the Inspect runs among landed frames."""
+def inspect_problems(task_runs: pl.DataFrame) -> pl.DataFrame:
+    """(env_type, problem_id) of the Inspect runs among landed task_runs."""
+    inspect = task_runs.filter(pl.col("run_id").str.starts_with(RUN_ID_PREFIX))
+    return inspect.select("env_type", "problem_id").unique()
+
+
+def task_problems(task_runs: pl.LazyFrame, run_metadata: pl.LazyFrame) -> pl.LazyFrame:
+    """(env_type, problem_id, task) of the Inspect runs among ``task_runs``, their task
+    read from ``run_metadata`` (a task that is not a string, which a .jsonl record may
+    give, names none)."""
+    value = pl.col("value")
     tasks = run_metadata.filter(
-        (pl.col("key") == TASK_KEY) & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
-    ).select("run_id", task=pl.col("value").str.json_decode(pl.String))
+        (pl.col("key") == TASK_KEY)
+        & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+        & value.str.starts_with('"')
+    ).select("run_id", task=value.str.json_decode(pl.String))
     return (
         task_runs.select("run_id", "env_type", "problem_id")
         .join(tasks, on="run_id")
@@ -29,12 +39,11 @@ def task_problems(task_runs: pl.DataFrame, run_metadata: pl.DataFrame) -> pl.Dat
     )
 
 
-def shared_problem_notes(found: Sequence[pl.DataFrame]) -> list[str]:
+def shared_problem_notes(found: pl.DataFrame) -> list[str]:
     """One note per env type whose problem ids samples of two or more tasks share (found:
-    ``task_problems`` of each landed part)."""
+    ``task_problems``)."""
     shared = (
-        pl.concat([pl.DataFrame(schema=TASK_PROBLEMS), *found])
-        .unique()
+        found.unique()
         .group_by("env_type", "problem_id")
         .agg(pl.col("task").sort())
         .filter(pl.col("task").list.len() > 1)

@@ -18,13 +18,18 @@ from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 
 
-def _batch(records: list[dict[str, Any]]) -> Any:
+def _batch(records: list[dict[str, Any]], indent: list[int | None] | None = None) -> Any:
+    """A batch of ``records``, each written with its ``indent`` (none: one line each)."""
+    spacing = indent or [None] * len(records)
     frame = pl.DataFrame(
         {
             "row_nr": pl.Series(range(len(records)), dtype=pl.UInt32),
             "source": "f.jsonl",
             "line": pl.Series(range(1, len(records) + 1), dtype=pl.Int64),
-            "raw": [json.dumps(record) for record in records],
+            "raw": [
+                json.dumps(record, indent=i).replace("\n", "")
+                for record, i in zip(records, spacing, strict=True)
+            ],
             "problem": pl.Series([None] * len(records), dtype=pl.String),
         }
     )
@@ -194,3 +199,18 @@ def test_a_copy_repeats_the_attempts_earliest_run_in_a_lake_that_holds_two(
     ]
     result = _deduped(batch, landed_attempts=landed)
     assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
+
+
+def test_a_copy_of_a_carried_over_line_repeats_the_run_it_repeats(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # The same carried-over record twice, written differently (same run_id and content):
+    # both are copies of the run the attempt landed as, never of the first one's run_id.
+    carried = _sample(task_record, "inspect:E2/1#1", "U1")
+    batch = _batch([carried, carried], indent=[None, 1])
+    result = _deduped(batch, landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")])
+    assert result.batch.tables["task_runs"].is_empty()
+    assert result.duplicate_rows.select("line", "run_id").sort("line").rows() == [
+        (1, "inspect:E1/1#1"),
+        (2, "inspect:E1/1#1"),
+    ]
