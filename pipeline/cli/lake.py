@@ -219,3 +219,5 @@ def replay_quarantine(lake: LakeOption = DEFAULT_LAKE, rubric: RubricOption = No
             "(a block where nothing lands stays as it was)",
             highlight=False,
         )
+    for note in report.notes:
+        console.print(f"note: {visible(note)}", highlight=False, markup=False)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -35,6 +35,7 @@ from pipeline.ingest.dedupe import Deduped, dedupe
 from pipeline.jobs.earlier import (
     batch_attempts,
     earlier_runs,
+    lake_task_problems,
     landed_index,
     resolved_before,
     still_open,
@@ -45,6 +46,7 @@ from pipeline.jobs.results import ScoreResult
 from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.sources.blocks import UNREADABLE
+from pipeline.sources.inspect.shared import inspect_problems, shared_problem_notes
 from pipeline.sources.lines import EMPTY_REPORT, LINE_SCHEMA
 from pipeline.sources.problems import lines_of_text
 from pipeline.storage import lake as lk
@@ -91,6 +93,8 @@ class ReplayReport:
     block_lines_quarantined_again: int = 0
     # The scoring that followed (replay_quarantine with rescore), for what it changed.
     scored: ScoreResult | None = None
+    # Inspect tasks of one env type whose samples share ids, among what landed (shared.py).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def block_lines_released(self) -> int:
@@ -203,6 +207,8 @@ def replay_locked(
         for lines in blocks.chunks():
             blocks.replay_chunk(lines)
         blocks_resolved, block_lines_again = blocks.finish()
+        landed_problems = [inspect_problems(frames["task_runs"]), *blocks.inspect_problems]
+        notes = shared_problem_notes(lake_task_problems(store, tx, landed_problems))
     return ReplayReport(
         batch_id=batch_id,
         rubric_id=chosen.rubric_id,
@@ -221,6 +227,7 @@ def replay_locked(
         block_duplicates=blocks.counts["duplicates"],
         blocks_resolved=blocks_resolved,
         block_lines_quarantined_again=block_lines_again,
+        notes=notes,
     )
 
 

@@ -32,6 +32,7 @@ from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, row_lines
 from pipeline.jobs.earlier import AttemptIndex, earlier_runs
 from pipeline.sources.chunks import iter_line_chunks
+from pipeline.sources.inspect.shared import inspect_problems
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex
@@ -108,6 +109,8 @@ class BlockReplay:
         default_factory=lambda: dict.fromkeys(("task", "surface", "duplicates", "lines"), 0)
     )
     attempts: AttemptIndex = field(init=False)
+    # (env_type, problem_id) of the Inspect runs landed, for inspect/shared.py's note.
+    inspect_problems: list[pl.DataFrame] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.attempts = AttemptIndex(self.store, self.tx)
@@ -171,6 +174,8 @@ class BlockReplay:
                 self.landed[table].add(frames[table].get_column("run_id"))
         if "run_metadata" in frames:
             self.attempts.add(frames["run_metadata"])
+        if "task_runs" in frames:
+            self.inspect_problems.append(inspect_problems(frames["task_runs"]))
 
     def finish(self) -> tuple[int, int]:
         """Resolves every block a line of which was released; returns (blocks resolved,

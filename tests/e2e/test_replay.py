@@ -146,12 +146,33 @@ def test_the_same_line_quarantined_twice_lands_once(tmp_path: Path, lake: Path) 
     assert rows(lake, "task_runs")["run_id"].to_list() == ["twin"]
 
 
-def _inspect_sample(eval_id: str, uuid: str = "U1", sample: str = "s-1") -> str:
+def _inspect_sample(eval_id: str, uuid: str = "U1", sample: str = "s-1", task: str = "t") -> str:
     """A fuzz sample as the Inspect reader writes it: the same uuid under two eval ids is
     one attempt (a retry's log carries it over)."""
     record = fuzz_record(f"inspect:{eval_id}/{sample}#1")
-    record["grade"]["metadata"] = {"inspect": {"eval_id": eval_id, "sample_uuid": uuid}}
+    record["problem_id"] = sample
+    record["grade"]["metadata"] = {
+        "inspect": {"eval_id": eval_id, "sample_uuid": uuid, "task": task}
+    }
     return json.dumps(record)
+
+
+def test_replay_notes_tasks_of_one_env_type_whose_samples_share_ids(
+    tmp_path: Path, lake: Path
+) -> None:
+    # Two fuzz tasks numbering their samples alike: quarantined (fuzz unknown), then
+    # landed by replay, which says they are the same problems to compare.
+    lines = [_inspect_sample(f"E-{t}", f"{t}{i}", f"s-{i}", t) for t in "ab" for i in (1, 2)]
+    jobs.ingest([write(tmp_path / "logs.jsonl", lines)], lake)
+    report = replay_quarantine(lake, parse_rubric(FUZZ_RUBRIC))
+    assert report.landed_task_runs == 4
+    assert report.notes == [
+        "Inspect tasks of env type fuzz share sample ids (2 of them, e.g. s-1, s-2; tasks a, "
+        "b): compare and the views take their samples as the same problems; give samples ids "
+        "unique across the tasks of an env type"
+    ]
+    done = CliRunner().invoke(app, ["replay-quarantine", "--lake", str(lake)])
+    assert done.exit_code == 0 and "share sample ids" not in done.stdout  # nothing new
 
 
 def test_a_sample_carried_over_by_a_retry_resolves_as_a_copy_of_the_run_it_was(
