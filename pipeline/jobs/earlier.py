@@ -8,7 +8,7 @@ whole history.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -16,7 +16,12 @@ from pipeline.ingest.batch import Batch
 from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, touching
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.sources.inspect.attempts import attempt_rows, run_attempts
-from pipeline.sources.inspect.shared import TASK_PROBLEMS, task_problems
+from pipeline.sources.inspect.shared import (
+    PROBLEMS,
+    TASK_PROBLEMS,
+    inspect_problems,
+    task_problems,
+)
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -25,7 +30,6 @@ from schemas.registry import LANDED
 from schemas.tasks import QuarantineResolved
 
 PROVENANCE = ["run_id", "content_hash", "source", "line"]
-PROBLEMS = pl.Schema({"env_type": pl.String, "problem_id": pl.String})
 
 
 def landed_index(store: LakeStore) -> dict[str, LandedIndex]:
@@ -99,6 +103,32 @@ class AttemptIndex:
         """Take in the attempts of runs that landed (a part's run_metadata)."""
         if self.index is not None:
             self.index.add(run_metadata.filter(attempt_rows()).get_column("value"))
+
+
+@dataclass
+class Landed:
+    """What an ingest or a replay has landed so far, held between its chunks: the run_ids
+    and attempts (to dedupe the next chunk without reading the whole history) and the
+    problems of its Inspect runs (for inspect/shared.py's note). Every part it writes is
+    taken in by ``add``."""
+
+    runs: dict[str, LandedIndex]
+    attempts: AttemptIndex
+    inspect_problems: list[pl.DataFrame] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, store: LakeStore, tx: lk.Transaction) -> Landed:
+        return cls(landed_index(store), AttemptIndex(store, tx))
+
+    def add(self, frames: dict[str, pl.DataFrame]) -> None:
+        """Take in a part's landed tables (those it has)."""
+        for table in lk.RUN_TABLES:
+            if table in frames:
+                self.runs[table].add(frames[table].get_column("run_id"))
+        if "run_metadata" in frames:
+            self.attempts.add(frames["run_metadata"])
+        if "task_runs" in frames:
+            self.inspect_problems.append(inspect_problems(frames["task_runs"]))
 
 
 def batch_attempts(store: LakeStore, batch: Batch) -> Attempts:

@@ -13,7 +13,7 @@ from pipeline.core.settings import Settings, current_settings
 from pipeline.core.stages import progress
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import unterminated_notes
-from pipeline.jobs.earlier import lake_task_problems, landed_index
+from pipeline.jobs.earlier import Landed, lake_task_problems
 from pipeline.jobs.land import Lander, file_notes
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import Rubric
@@ -64,13 +64,13 @@ def ingest_locked(
     with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
         envs = sorted(env_rubric.task.envs)
         lander = Lander(
-            store, tx, envs, batch_id, landed_index(store), keep_bad_lines=chosen.keep_bad_lines
+            store, tx, envs, batch_id, Landed.of(store, tx), keep_bad_lines=chosen.keep_bad_lines
         )
         chunks = iter_line_chunks(
             files, chunk_bytes=chunk_bytes, settings=chosen, inspect=env_rubric.inspect
         )
         lander.land_all(progress(chunks, "ingesting"))
-        shared = shared_problem_notes(lake_task_problems(store, tx, lander.inspect_problems))
+        shared = shared_problem_notes(lake_task_problems(store, tx, lander.landed.inspect_problems))
         if any(lander.found.values()):
             evolution.remember(tx, lake, lander.found, known)
         if extra_state is not None:

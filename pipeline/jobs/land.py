@@ -26,7 +26,7 @@ from pipeline.ingest.quarantine import (
     row_lines,
 )
 from pipeline.jobs.earlier import (
-    AttemptIndex,
+    Landed,
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
@@ -37,10 +37,8 @@ from pipeline.jobs.earlier import (
     unread_before,
 )
 from pipeline.sources.blocks import NOTED_BY_READER
-from pipeline.sources.inspect.shared import inspect_problems
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
-from pipeline.storage.landed_index import LandedIndex
 from pipeline.storage.store import LakeStore
 from schemas import checked, polars_schema
 from schemas.registry import LANDED
@@ -65,7 +63,7 @@ class Lander:
     tx: lk.Transaction
     env_types: list[str]
     batch_id: str
-    landed: dict[str, LandedIndex]
+    landed: Landed
     totals: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
             ("lines", "task", "surface", "quarantined", "duplicates", "blank", "seen", "resolved"),
@@ -87,12 +85,6 @@ class Lander:
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
-    attempts: AttemptIndex = field(init=False)
-    # (env_type, problem_id) of the Inspect runs landed, for inspect/shared.py's note.
-    inspect_problems: list[pl.DataFrame] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.attempts = AttemptIndex(self.store, self.tx)
 
     def unread_sources(self) -> set[str]:
         """The input files quarantined whole (line 0) in this run for a reason after which
@@ -167,10 +159,10 @@ class Lander:
                 name: pl.DataFrame(schema=polars_schema(model)) for name, model in LANDED.items()
             }
             return batch, Deduped(batch, 0, 0), empty
-        earlier = earlier_runs(self.store, batch, self.tx, self.landed)
+        earlier = earlier_runs(self.store, batch, self.tx, self.landed.runs)
         held = earlier_quarantine(self.store, batch, self.tx)
         again = earlier_landed_lines(self.store, batch, self.tx)
-        attempts = self.attempts.earlier(batch)
+        attempts = self.landed.attempts.earlier(batch)
         result = guarded(dedupe, batch, *earlier, held, again, attempts)
         result.batch.quarantine = guarded(
             compact_quarantine, result.batch.quarantine, self._kept(), self.keep_bad_lines
@@ -216,10 +208,7 @@ class Lander:
         self.store.write_part(self.tx, part, frames, lines.files)
         if frames["task_runs"].height or frames["surface_runs"].height:
             self.parts.append(part)
-        for table in lk.RUN_TABLES:
-            self.landed[table].add(frames[table].get_column("run_id"))
-        self.attempts.add(frames["run_metadata"])
-        self.inspect_problems.append(inspect_problems(frames["task_runs"]))
+        self.landed.add(frames)
         self.outcomes.append(file_outcomes(frames))
         # A file whose runs were in the lake already is not one none of whose lines landed.
         repeated = (

@@ -33,10 +33,10 @@ from pipeline.ingest import evolution
 from pipeline.ingest.batch import Batch, build_batch, landed_frames
 from pipeline.ingest.dedupe import Deduped, dedupe
 from pipeline.jobs.earlier import (
+    Landed,
     batch_attempts,
     earlier_runs,
     lake_task_problems,
-    landed_index,
     resolved_before,
     still_open,
 )
@@ -46,7 +46,7 @@ from pipeline.jobs.results import ScoreResult
 from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.sources.blocks import UNREADABLE
-from pipeline.sources.inspect.shared import inspect_problems, shared_problem_notes
+from pipeline.sources.inspect.shared import shared_problem_notes
 from pipeline.sources.lines import EMPTY_REPORT, LINE_SCHEMA
 from pipeline.sources.problems import lines_of_text
 from pipeline.storage import lake as lk
@@ -190,12 +190,11 @@ def replay_locked(
     part = f"{batch_id}-p00000"
     known = evolution.known_names(lake)
     found = evolution.names_of(frames, result.batch.task_keys)
-    index = landed_index(store)
-    for table in lk.RUN_TABLES:
-        index[table].add(frames[table].get_column("run_id"))
     with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
+        landed = Landed.of(store, tx)
+        landed.add(frames)
         blocks = BlockReplay(
-            store, tx, sorted(chosen.task.envs), batch_id, block_ranges(held), 1, index
+            store, tx, sorted(chosen.task.envs), batch_id, block_ranges(held), 1, landed
         )
         if any(found.values()):
             evolution.remember(tx, lake, found, known)
@@ -207,8 +206,7 @@ def replay_locked(
         for lines in blocks.chunks():
             blocks.replay_chunk(lines)
         blocks_resolved, block_lines_again = blocks.finish()
-        landed_problems = [inspect_problems(frames["task_runs"]), *blocks.inspect_problems]
-        notes = shared_problem_notes(lake_task_problems(store, tx, landed_problems))
+        notes = shared_problem_notes(lake_task_problems(store, tx, landed.inspect_problems))
     return ReplayReport(
         batch_id=batch_id,
         rubric_id=chosen.rubric_id,

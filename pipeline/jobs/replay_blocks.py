@@ -30,12 +30,10 @@ from pipeline.ingest.batch import build_batch, landed_frames
 from pipeline.ingest.classify import is_blank
 from pipeline.ingest.dedupe import dedupe
 from pipeline.ingest.quarantine import compact_quarantine, row_lines
-from pipeline.jobs.earlier import AttemptIndex, earlier_runs
+from pipeline.jobs.earlier import Landed, earlier_runs
 from pipeline.sources.chunks import iter_line_chunks
-from pipeline.sources.inspect.shared import inspect_problems
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
-from pipeline.storage.landed_index import LandedIndex
 from pipeline.storage.store import LakeStore
 from schemas import checked, polars_schema
 from schemas.tasks import Quarantine, QuarantineResolved
@@ -98,7 +96,7 @@ class BlockReplay:
     batch_id: str
     blocks: pl.DataFrame
     next_part: int
-    landed: dict[str, LandedIndex]
+    landed: Landed
     # Per source, the still-failing lines kept with their text so far (the rest are blocks).
     kept: dict[str, int] = field(default_factory=dict)
     # Per block (source, block): lines that landed now or repeated a run already there.
@@ -108,12 +106,6 @@ class BlockReplay:
     counts: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(("task", "surface", "duplicates", "lines"), 0)
     )
-    attempts: AttemptIndex = field(init=False)
-    # (env_type, problem_id) of the Inspect runs landed, for inspect/shared.py's note.
-    inspect_problems: list[pl.DataFrame] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.attempts = AttemptIndex(self.store, self.tx)
 
     def chunks(self) -> Iterator[Lines]:
         for path in readable_sources(self.blocks):
@@ -129,11 +121,11 @@ class BlockReplay:
             self.env_types,
             self.batch_id,
         )
-        earlier = earlier_runs(self.store, batch, self.tx, self.landed)
+        earlier = earlier_runs(self.store, batch, self.tx, self.landed.runs)
         nothing_held = pl.DataFrame(schema=polars_schema(Quarantine)).select(
             "source", "line", "line_end", "raw"
         )
-        attempts = self.attempts.earlier(batch)
+        attempts = self.landed.attempts.earlier(batch)
         result = dedupe(batch, *earlier, nothing_held, attempts=attempts)
         refused = result.batch.quarantine.select("row_nr")
         blank = lines.frame.filter(is_blank(pl.col("raw")))
@@ -169,13 +161,7 @@ class BlockReplay:
         part = f"{self.batch_id}-p{self.next_part:05d}"
         self.next_part += 1
         self.store.write_part(self.tx, part, frames, sources)
-        for table in lk.RUN_TABLES:
-            if table in frames:
-                self.landed[table].add(frames[table].get_column("run_id"))
-        if "run_metadata" in frames:
-            self.attempts.add(frames["run_metadata"])
-        if "task_runs" in frames:
-            self.inspect_problems.append(inspect_problems(frames["task_runs"]))
+        self.landed.add(frames)
 
     def finish(self) -> tuple[int, int]:
         """Resolves every block a line of which was released; returns (blocks resolved,

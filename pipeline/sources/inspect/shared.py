@@ -12,13 +12,14 @@ from pipeline.sources.inspect.columns import RUN_ID_PREFIX, TASK_KEY
 
 # Tasks and problem ids named in a note, at most.
 SHOWN = 3
-TASK_PROBLEMS = pl.Schema({"env_type": pl.String, "problem_id": pl.String, "task": pl.String})
+PROBLEMS = pl.Schema({"env_type": pl.String, "problem_id": pl.String})
+TASK_PROBLEMS = pl.Schema([*PROBLEMS.items(), ("task", pl.String())])
 
 
 def inspect_problems(task_runs: pl.DataFrame) -> pl.DataFrame:
     """(env_type, problem_id) of the Inspect runs among landed task_runs."""
     inspect = task_runs.filter(pl.col("run_id").str.starts_with(RUN_ID_PREFIX))
-    return inspect.select("env_type", "problem_id").unique()
+    return inspect.select(*PROBLEMS).unique()
 
 
 def task_problems(task_runs: pl.LazyFrame, run_metadata: pl.LazyFrame) -> pl.LazyFrame:
