@@ -128,7 +128,9 @@ class Settings:
         8 * GIB,
         "bytes",
         "A compressed input is expanded up to this size; past it the rest of the file is "
-        "quarantined as one counted block with a reason.",
+        "quarantined as one counted block with a reason. An Inspect .eval log (a ZIP) is "
+        "bounded by the sizes its ZIP directory records: a sample past what is left is "
+        "quarantined in its place, unread.",
     )
     keep_bad_lines: int = _setting(
         KEEP_BAD_LINES_ENV,

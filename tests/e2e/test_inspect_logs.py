@@ -479,6 +479,12 @@ def test_run_reads_logs_under_the_rubrics_mapping(logs: list[Path], tmp_path: Pa
     assert rows == [("detect", AGENT, "mockllm/model")]
 
 
+def _directory(samples: set[tuple[str, int]], size: int) -> table.Directory:
+    """A .eval log's directory holding ``samples``, each member ``size`` bytes."""
+    members = {table.sample_member(*key): size for key in samples}
+    return table.Directory(0, members)
+
+
 def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
     """An eval stopped early lists samples it never wrote: those are skipped, the rest read
     in the log's order (ids x epochs)."""
@@ -507,9 +513,8 @@ def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
             config=SimpleNamespace(epochs=2),
         )
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(table, "_sample_members", lambda path: len(written))
-        got = list(_eval_samples(Api, Path("x.eval"), header))
+    directory = _directory(written, 10)
+    got = list(_eval_samples(Api, Path("x.eval"), header, directory, 2**30))
     # The missing ones are counted, after the samples read, never passed over.
     assert got == [
         ("a", 1),
@@ -544,9 +549,8 @@ def test_a_sample_that_cannot_be_read_is_quarantined_in_its_place() -> None:
             dataset=SimpleNamespace(sample_ids=["a", "b"]), config=SimpleNamespace(epochs=2)
         )
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(table, "_sample_members", lambda path: 4)
-        got = list(table._eval_samples(Api, Path("x.eval"), header))
+    directory = _directory({("a", 1), ("a", 2), ("b", 1), ("b", 2)}, 10)
+    got = list(table._eval_samples(Api, Path("x.eval"), header, directory, 2**30))
     assert got == [
         ("a", 1),
         table.Unread(
@@ -555,6 +559,140 @@ def test_a_sample_that_cannot_be_read_is_quarantined_in_its_place() -> None:
         ),
         ("b", 1),
         ("b", 2),
+    ]
+
+
+def test_a_sample_past_the_expansion_limit_is_counted_in_its_place() -> None:
+    """A 5-byte header, then a (10 bytes), b (100), c (10), d (missing from the log), e
+    (10), and x, a member the header does not list. With a limit of 40 bytes, 35 are left
+    for samples: a takes 10; b does not fit in the 25 left and is counted in its place; c
+    and e take 20 of them, d none; d and x are counted at the end."""
+    from types import SimpleNamespace
+
+    sizes = {"a": 10, "b": 100, "c": 10, "e": 10, "x": 10}
+    read: list[Any] = []
+
+    class Api:
+        @staticmethod
+        def read_eval_log_samples_by_id(path: str, keys: Any, **_: Any) -> list[Any]:
+            if any(sample_id not in sizes for sample_id, _ in keys):
+                raise IndexError("missing")
+            read.extend(keys)
+            return list(keys)
+
+        @staticmethod
+        def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
+            if id not in sizes:
+                raise IndexError("missing")
+            read.append((id, epoch))
+            return (id, epoch)
+
+    header = SimpleNamespace(
+        eval=SimpleNamespace(
+            dataset=SimpleNamespace(sample_ids=["a", "b", "c", "d", "e"]),
+            config=SimpleNamespace(epochs=1),
+        )
+    )
+    members = {table.sample_member(key, 1): size for key, size in sizes.items()}
+    directory = table.Directory(5, members)
+    got = list(table._eval_samples(Api, Path("x.eval"), header, directory, 40))
+    assert got == [
+        ("a", 1),
+        table.Unread(
+            "sample b epoch 1 is not read: it decompresses to 100 bytes, over the 25 bytes "
+            "left of the limit of 40 bytes for a log (the limit is set by "
+            "PIPELINE_MAX_EXPANDED_BYTES)"
+        ),
+        ("c", 1),
+        ("e", 1),
+        table.Unread(
+            "1 sample(s) the log's header lists are not in it (an eval stopped early?): d (epoch 1)"
+        ),
+        table.Unread(
+            "1 sample(s) in the log are not among the sample ids its header lists: not read "
+            "(re-write the log with a current inspect-ai)"
+        ),
+    ]
+    assert ("b", 1) not in read
+    # At 135 bytes b fits exactly (130 for the four samples): every sample is read.
+    read.clear()
+    whole = list(table._eval_samples(Api, Path("x.eval"), header, directory, 135))
+    assert whole[:4] == read == [("a", 1), ("b", 1), ("c", 1), ("e", 1)]
+    assert whole[4:] == got[4:]
+    # A header that takes the whole limit leaves none: nothing is read, everything counted.
+    read.clear()
+    none = list(table._eval_samples(Api, Path("x.eval"), header, directory, 4))
+    assert read == [] and len(none) == 6
+    assert none[0] == table.Unread(
+        "sample a epoch 1 is not read: it decompresses to 10 bytes, over the 0 bytes left of "
+        "the limit of 4 bytes for a log (the limit is set by PIPELINE_MAX_EXPANDED_BYTES)"
+    )
+
+
+@pytest.mark.slow
+def test_a_sample_past_the_expansion_limit_lands_once_the_limit_allows(
+    logs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A .eval log is a ZIP: as for a gzip file, what its members decompress to is bounded
+    # (a log that expands a thousandfold, or one sample of gigabytes), by the sizes its ZIP
+    # directory records, before any member is decompressed. Here the second sample's member
+    # is padded with 100,000 spaces (the same sample), past what the limit leaves it.
+    import zipfile
+
+    from inspect_ai.log import read_eval_log
+
+    from pipeline.core.settings import MAX_EXPANDED_BYTES_ENV, MAX_REPORT_BYTES_ENV
+
+    header = read_eval_log(str(logs[0]), header_only=True)
+    order = [
+        table.sample_member(sample_id, epoch)
+        for sample_id in header.eval.dataset.sample_ids
+        for epoch in range(1, EPOCHS + 1)
+    ]
+    padding = b" " * 100_000
+    log = _rewritten(
+        logs[0],
+        tmp_path / "inbox" / "a.eval",
+        lambda n: True,
+        lambda n, data: data + padding if n == order[1] else data,
+    )
+    with zipfile.ZipFile(log) as archive:
+        sizes = {info.filename: info.file_size for info in archive.infolist()}
+    header_bytes = sizes["header.json"] + sizes["reductions.json"]
+    # Room for every other sample, exactly: not for the padded one as well.
+    limit = header_bytes + sum(sizes[name] for name in order) - sizes[order[1]]
+    lake = tmp_path / "lake"
+    monkeypatch.setenv(MAX_EXPANDED_BYTES_ENV, str(limit))
+    done = pipeline("ingest", log.parent, "--lake", lake)
+    assert done.returncode == 0, done.stderr
+    assert _rows(lake, "select count(*) from task_runs") == [(len(order) - 1,)]
+    sample_id, epoch = order[1].removeprefix("samples/").removesuffix(".json").split("_epoch_")
+    left = limit - header_bytes - sizes[order[0]]
+    assert _rows(lake, "select line, reason from quarantine") == [
+        (
+            2,
+            f"sample {sample_id} epoch {epoch} is not read: it decompresses to "
+            f"{sizes[order[1]]} bytes, over the {left} bytes left of the limit of {limit} "
+            f"bytes for a log (the limit is set by {MAX_EXPANDED_BYTES_ENV})",
+        )
+    ]
+    # Under the default limit it lands, and its row is resolved.
+    monkeypatch.delenv(MAX_EXPANDED_BYTES_ENV)
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(len(order),)]
+    assert _rows(lake, "select line, outcome from quarantine_resolved") == [(2, "landed")]
+    assert pipeline("check", "--lake", lake).returncode == 0
+    # The members read with the header are bounded as a report file is: over the limit, the
+    # log is quarantined whole, and none of it decompressed.
+    monkeypatch.setenv(MAX_REPORT_BYTES_ENV, str(header_bytes - 1))
+    whole = tmp_path / "whole"
+    assert pipeline("ingest", log.parent, "--lake", whole).returncode == 0
+    assert _rows(whole, "select line, reason from quarantine") == [
+        (
+            0,
+            f"log header is {header_bytes} bytes, over the limit of {header_bytes - 1} bytes "
+            f"(raw text cut to 1 KiB; the limit is set by {MAX_REPORT_BYTES_ENV})",
+        )
     ]
 
 

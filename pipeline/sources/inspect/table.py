@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.settings import MAX_REPORT_BYTES_ENV
+from pipeline.core.settings import MAX_EXPANDED_BYTES_ENV, MAX_REPORT_BYTES_ENV, set_by
 from pipeline.sources.blocks import STILL_RUNNING, UNREADABLE_LOG
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import (
@@ -47,6 +47,13 @@ from pipeline.storage.lake import InputError
 
 # Samples of a .eval log read (and held) at a time.
 SAMPLES_PER_READ = 256
+# A .eval log's ZIP members as inspect-ai writes them: each sample x epoch in a member of
+# its own, and the members it reads whole with the header: the header (while the eval
+# runs, the start journal and its config updates) and the reductions.
+SAMPLES_DIR = "samples/"
+HEADER = "header.json"
+REDUCTIONS = "reductions.json"
+RUNNING_HEADER = ("_journal/start.json", "_journal/config_updates/")
 # EvalLog.status while the eval runs; "success", "cancelled" and "error" are final.
 RUNNING_STATUS = "started"
 RUNNING = f"{STILL_RUNNING} (log status {RUNNING_STATUS!r})"
@@ -154,7 +161,9 @@ class Unread:
     reason: str
 
 
-def _eval_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
+def _eval_samples(
+    log_api: Any, path: Path, header: Any, directory: Directory, expanded_bytes: int
+) -> Iterator[Any]:
     """A .eval log's samples in read_eval_log_samples' order (sample ids x epochs), read
     SAMPLES_PER_READ at a time with read_eval_log_samples_by_id: one ZIP directory parse
     per batch, where read_eval_log_samples opens the log and an event loop per sample
@@ -162,35 +171,60 @@ def _eval_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     sample: one that cannot be read is an ``Unread`` in its place, and the rest are read.
     Samples the header lists that the log lacks (an eval stopped early), and samples the
     log holds that its header does not list, are counted in one ``Unread`` at the end:
-    nothing the log names or holds goes uncounted."""
+    nothing the log names or holds goes uncounted.
+
+    Each sample is read if its member, as the log's ZIP directory records its size, fits
+    in what is left of ``expanded_bytes`` for the log (as a gzip file is bounded): one that
+    does not is an ``Unread`` in its place, and the samples after it are read if they fit."""
     keys = _planned(header)
     if keys is None:
         raise RuntimeError("the log lists no sample ids (re-write it with a current inspect-ai)")
     unread = set(UNREAD_SAMPLE_FIELDS)
     missing: list[str] = []
+    room = max(expanded_bytes - directory.header_bytes, 0)
     for start in range(0, len(keys), SAMPLES_PER_READ):
-        batch = keys[start : start + SAMPLES_PER_READ]
-        try:
-            found = log_api.read_eval_log_samples_by_id(str(path), batch, exclude_fields=unread)
-        except Exception:  # one bad sample: each is then read on its own
-            found = []
-            for sample_id, epoch in batch:
-                try:
-                    found.append(
-                        log_api.read_eval_log_sample(
-                            str(path), id=sample_id, epoch=epoch, exclude_fields=unread
-                        )
+        fitting: list[tuple[Any, int]] = []
+        for sample_id, epoch in keys[start : start + SAMPLES_PER_READ]:
+            size = directory.samples.get(sample_member(sample_id, epoch), 0)
+            if size <= room:
+                room -= size
+                fitting.append((sample_id, epoch))
+                continue
+            yield from _batch(log_api, path, fitting, unread, missing)
+            fitting = []
+            yield Unread(
+                f"sample {sample_id} epoch {epoch} is not read: it decompresses to {size} "
+                f"bytes, over the {max(room, 0)} bytes left of the limit of {expanded_bytes} "
+                f"bytes for a log (the limit is set by {set_by(MAX_EXPANDED_BYTES_ENV)})"
+            )
+        yield from _batch(log_api, path, fitting, unread, missing)
+    yield from _uncounted(missing, len(directory.samples) - len(keys) + len(missing))
+
+
+def _batch(
+    log_api: Any, path: Path, batch: list[tuple[Any, int]], unread: set[str], missing: list[str]
+) -> Iterator[Any]:
+    """One batch of samples; ``missing`` gains the ones the log lacks."""
+    if not batch:
+        return
+    try:
+        found = log_api.read_eval_log_samples_by_id(str(path), batch, exclude_fields=unread)
+    except Exception:  # one bad sample: each is then read on its own
+        found = []
+        for sample_id, epoch in batch:
+            try:
+                found.append(
+                    log_api.read_eval_log_sample(
+                        str(path), id=sample_id, epoch=epoch, exclude_fields=unread
                     )
-                except IndexError:
-                    missing.append(f"{sample_id} (epoch {epoch})")
-                except Exception as exc:  # this sample's alone, quarantined
-                    found.append(
-                        Unread(
-                            f"sample {sample_id} epoch {epoch} cannot be read ({failure_text(exc)})"
-                        )
-                    )
-        yield from found
-    yield from _uncounted(missing, _sample_members(path) - len(keys) + len(missing))
+                )
+            except IndexError:
+                missing.append(f"{sample_id} (epoch {epoch})")
+            except Exception as exc:  # this sample's alone, quarantined
+                found.append(
+                    Unread(f"sample {sample_id} epoch {epoch} cannot be read ({failure_text(exc)})")
+                )
+    yield from found
 
 
 def _planned(header: Any) -> list[tuple[Any, int]] | None:
@@ -219,26 +253,47 @@ def _uncounted(missing: list[str], unlisted: int) -> Iterator[Unread]:
         )
 
 
-def _sample_members(path: Path) -> int:
-    """How many samples a .eval log (a ZIP) holds, by its members' distinct names: an
-    eval_retry of a killed eval writes the samples that were in flight again, under the
-    same names (the last one is what a reader gets)."""
-    with zipfile.ZipFile(path) as archive:
-        return len(
-            {
-                name
-                for name in archive.namelist()
-                if name.startswith("samples/") and name.endswith(".json")
-            }
+def sample_member(sample_id: Any, epoch: int) -> str:
+    """The ZIP member a .eval log holds a sample x epoch in (as inspect-ai writes it)."""
+    return f"{SAMPLES_DIR}{sample_id}_epoch_{epoch}.json"
+
+
+@dataclass(frozen=True)
+class Directory:
+    """What a .eval log's ZIP directory records, read before any member is decompressed:
+    the size of the members read with its header, and of each sample's member (by its
+    distinct names: an eval_retry of a killed eval writes the samples that were in flight
+    again, under the same names, and a reader gets the last)."""
+
+    header_bytes: int
+    samples: dict[str, int]
+
+    @classmethod
+    def of(cls, path: Path) -> Directory:
+        with zipfile.ZipFile(path) as archive:
+            sizes = {info.filename: info.file_size for info in archive.infolist()}
+        samples = {
+            name: size
+            for name, size in sizes.items()
+            if name.startswith(SAMPLES_DIR) and name.endswith(".json")
+        }
+        header = sum(
+            size
+            for name, size in sizes.items()
+            if name == REDUCTIONS
+            or (name == HEADER if HEADER in sizes else name.startswith(RUNNING_HEADER))
         )
+        return cls(header, samples)
 
 
-def _samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
+def _samples(
+    log_api: Any, path: Path, header: Any, directory: Directory | None, expanded_bytes: int
+) -> Iterator[Any]:
     """The log's samples, at most SAMPLES_PER_READ held at a time for a .eval log; a .json
     log is one JSON document, read whole (within the report size limit the caller checked).
     Either way, what the header lists and the log lacks (or holds unlisted) is counted."""
-    if path.name.endswith(EVAL_SUFFIX):
-        yield from _eval_samples(log_api, path, header)
+    if directory is not None:
+        yield from _eval_samples(log_api, path, header, directory, expanded_bytes)
         return
     whole = log_api.read_eval_log(str(path))
     samples = whole.samples or []
@@ -292,6 +347,13 @@ def inspect_frames(
             reason = oversize_reason(size, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log")
             yield one_line(source, 0, None, reason), 0
             return
+        directory = Directory.of(path) if path.name.endswith(EVAL_SUFFIX) else None
+        if directory is not None and directory.header_bytes > limits.report_bytes:
+            reason = oversize_reason(
+                directory.header_bytes, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log header"
+            )
+            yield one_line(source, 0, None, reason), 0
+            return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
         yield one_line(source, 0, None, f"{UNREADABLE_LOG} ({failure_text(exc)})"), 0
@@ -306,7 +368,7 @@ def inspect_frames(
     pending: list[str] = []
     pending_bytes = 0
     next_line = 1
-    samples = _samples(log_api, path, header)
+    samples = _samples(log_api, path, header, directory, limits.expanded_bytes)
     while True:
         try:
             sample = next(samples, None)
