@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import polars as pl
 
@@ -16,12 +17,14 @@ from pipeline.ingest.batch import Batch
 from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, touching
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.sources.inspect.attempts import attempt_rows, run_attempts
+from pipeline.sources.inspect.columns import RUN_ID_PREFIX, TASK_ID_KEY
 from pipeline.sources.inspect.shared import (
     PROBLEMS,
     TASK_PROBLEMS,
     inspect_problems,
     task_problems,
 )
+from pipeline.sources.inspect.table import RunningEval
 from pipeline.storage import lake as lk
 from pipeline.storage.landed_index import LandedIndex, run_id_hash
 from pipeline.storage.store import LakeStore
@@ -323,3 +326,47 @@ def earlier_landed_lines(store: LakeStore, batch: Batch, tx: lk.Transaction) -> 
             for table in lk.RUN_TABLES
         ]
     )
+
+
+# How finely Inspect's eval.created tells when an eval began.
+CREATED_PRECISION = timedelta(seconds=1)
+
+
+@dataclass
+class Retries:
+    """Inspect logs left at "started" whose eval the lake (with what ``tx`` has staged)
+    holds a retry of: runs of the same task id, of another eval, graded after the log
+    began. Inspect writes when an eval began to the second, and eval_set retries a failed
+    eval at once: runs graded within that second may be the failed attempt's own. ``found``
+    names, per log, the retry's first run."""
+
+    store: LakeStore
+    tx: lk.Transaction | None = None
+    found: dict[str, str] = field(default_factory=dict)
+
+    def find(self, running: RunningEval) -> str | None:
+        """The retry's eval id, else None (the reader's FindRetry)."""
+        meta = self.store.landed("run_metadata", self.tx)
+        same_task = meta.filter(
+            (pl.col("key") == TASK_ID_KEY)
+            & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+            & pl.col("value").str.starts_with('"')
+        ).filter(pl.col("value").str.json_decode(pl.String) == running.task_id)
+        first = (
+            self.store.landed("task_runs", self.tx)
+            .filter(
+                pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+                & ~pl.col("run_id").str.starts_with(f"{RUN_ID_PREFIX}{running.eval_id}/")
+                & (pl.col("graded_at") >= running.created + CREATED_PRECISION)
+            )
+            .join(same_task, on="run_id", how="semi")
+            .sort("graded_at", "run_id")
+            .select("run_id")
+            .head(1)
+            .collect()
+        )
+        if first.is_empty():
+            return None
+        run_id = str(first.item())
+        self.found[running.source] = run_id
+        return run_id.removeprefix(RUN_ID_PREFIX).split("/")[0]

@@ -13,7 +13,7 @@ from pipeline.core.settings import Settings, current_settings
 from pipeline.core.stages import progress
 from pipeline.ingest import evolution
 from pipeline.ingest.batch import unterminated_notes
-from pipeline.jobs.earlier import Landed, lake_task_problems
+from pipeline.jobs.earlier import Landed, Retries, lake_task_problems
 from pipeline.jobs.land import Lander, file_notes
 from pipeline.jobs.results import IngestReport
 from pipeline.rubric import Rubric
@@ -63,11 +63,22 @@ def ingest_locked(
     known = evolution.known_names(lake)
     with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
         envs = sorted(env_rubric.task.envs)
+        retries = Retries(store, tx)
         lander = Lander(
-            store, tx, envs, batch_id, Landed.of(store, tx), keep_bad_lines=chosen.keep_bad_lines
+            store,
+            tx,
+            envs,
+            batch_id,
+            Landed.of(store, tx),
+            keep_bad_lines=chosen.keep_bad_lines,
+            retries=retries,
         )
         chunks = iter_line_chunks(
-            files, chunk_bytes=chunk_bytes, settings=chosen, inspect=env_rubric.inspect
+            files,
+            chunk_bytes=chunk_bytes,
+            settings=chosen,
+            inspect=env_rubric.inspect,
+            find_retry=retries.find,
         )
         lander.land_all(progress(chunks, "ingesting"))
         shared = shared_problem_notes(lake_task_problems(store, tx, lander.landed.inspect_problems))
@@ -89,7 +100,8 @@ def ingest_locked(
             f"{totals['resolved']} earlier quarantine row(s) resolved: their places were read "
             "again (same file and line) and landed, were copies of runs landed before, or were "
             "quarantined with other text; or their whole file, unreadable or still running "
-            "then, was read (quarantine_resolved has each, with its outcome)"
+            "then, was read, or was an Inspect eval's log whose retry landed "
+            "(quarantine_resolved has each, with its outcome)"
         ]
         if totals["resolved"]
         else []

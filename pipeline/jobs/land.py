@@ -27,12 +27,14 @@ from pipeline.ingest.quarantine import (
 )
 from pipeline.jobs.earlier import (
     Landed,
+    Retries,
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
     read_again,
     repeated_places,
     resolved_before,
+    still_open,
     superseded_quarantine,
     unread_before,
 )
@@ -85,6 +87,8 @@ class Lander:
     kept: dict[str, int] = field(default_factory=dict)
     keep_bad_lines: int = field(default_factory=lambda: current_settings().keep_bad_lines)
     next_part: int = 0
+    # Inspect logs left at "started" whose eval the reader found retried (they give no lines).
+    retries: Retries | None = None
 
     def unread_sources(self) -> set[str]:
         """The input files quarantined whole (line 0) in this run for a reason after which
@@ -205,6 +209,11 @@ class Lander:
     ) -> None:
         part = f"{self.batch_id}-p{self.next_part:05d}"
         self.next_part += 1
+        logs, retried = self._retried(lines.files)
+        if retried.height:
+            frames["quarantine_resolved"] = pl.concat(
+                [frames["quarantine_resolved"], retried], how="vertical_relaxed"
+            )
         self.store.write_part(self.tx, part, frames, lines.files)
         if frames["task_runs"].height or frames["surface_runs"].height:
             self.parts.append(part)
@@ -231,15 +240,40 @@ class Lander:
         per_file = in_full.group_by("source").len()
         for source, count in zip(per_file["source"], per_file["len"], strict=True):
             self.kept[source] = self.kept.get(source, 0) + count
-        self.totals["lines"] += batch.lines_read
+        # A retried log is one entry, a copy of its retry: counted as a duplicate.
+        self.totals["lines"] += batch.lines_read + logs
         self.totals["task"] += frames["task_runs"].height
         self.totals["surface"] += frames["surface_runs"].height
         self.totals["quarantined"] += quarantined_lines(frames["quarantine"])
-        self.totals["duplicates"] += result.skipped_duplicates
+        self.totals["duplicates"] += result.skipped_duplicates + logs
         self.totals["blank"] += batch.blank_lines
         self.totals["seen"] += result.already_quarantined
         self.totals["resolved"] += frames.get("quarantine_resolved", pl.DataFrame()).height
         evolution.merge(self.found, evolution.names_of(frames, result.batch.task_keys))
+
+    def _retried(self, files: list[str]) -> tuple[int, pl.DataFrame]:
+        """How many logs among ``files`` the reader found retried, and their open whole-file
+        rows (an eval still running), resolved by the retry's first run (``retried``)."""
+        found = {} if self.retries is None else self.retries.found
+        logs = [source for source in files if source in found]
+        if self.unread is None:
+            self.unread = unread_before(self.store)
+        if self.resolved is None:
+            self.resolved = resolved_before(self.store)
+        runs = pl.DataFrame(
+            {"source": logs, "run_id": [found.pop(source) for source in logs]},
+            schema={"source": pl.String, "run_id": pl.String},
+        )
+        rows = still_open(self.unread, self.resolved).join(runs, on="source")
+        self.unread = self.unread.join(runs, on="source", how="anti")
+        return len(logs), rows.select(
+            "source",
+            "line",
+            "raw",
+            "run_id",
+            outcome=pl.lit("retried"),
+            batch_id=pl.lit(self.batch_id),
+        )
 
 
 def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:

@@ -18,7 +18,7 @@ from pipeline.sources.blocks import Event, byte_blocks
 from pipeline.sources.discover import source_name
 from pipeline.sources.inspect.columns import InspectMapping
 from pipeline.sources.inspect.extract import is_inspect_log
-from pipeline.sources.inspect.table import inspect_frames
+from pipeline.sources.inspect.table import FindRetry, inspect_frames
 from pipeline.sources.limits import DEFAULT_CHUNK_BYTES, DEFAULT_CHUNK_LINES, ReadLimits
 from pipeline.sources.lines import LINE_SCHEMA, LineCutter, Lines, report_frames
 from pipeline.sources.problems import with_problems
@@ -29,6 +29,7 @@ def _file_frames(
     limits: ReadLimits,
     inspect: InspectMapping | None = None,
     notes: list[str] | None = None,
+    find_retry: FindRetry | None = None,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
     """Frames of whole numbered lines of one file, each at most chunk_bytes of input.
 
@@ -38,7 +39,7 @@ def _file_frames(
     about the file as a whole is appended to ``notes``.
     """
     if is_inspect_log(path):
-        yield from inspect_frames(path, limits, inspect, notes)
+        yield from inspect_frames(path, limits, inspect, notes, find_retry)
         return
     if path.name.endswith(".json"):
         yield from report_frames(path, limits)
@@ -61,12 +62,14 @@ def iter_line_chunks(
     chunk_lines: int = DEFAULT_CHUNK_LINES,
     settings: Settings | None = None,
     inspect: InspectMapping | None = None,
+    find_retry: FindRetry | None = None,
 ) -> Iterator[Lines]:
     """Every line of every file, numbered, in chunks; always at least one chunk.
 
     A chunk holds at most chunk_bytes of input and chunk_lines lines. The record
     limits are ``settings``', else the running command's (pipeline/core/settings.py).
-    ``inspect`` is the rubric's ``[sources.inspect]`` mapping for Inspect AI logs.
+    ``inspect`` is the rubric's ``[sources.inspect]`` mapping for Inspect AI logs, and
+    ``find_retry`` finds the retry of one left at "started" (table.inspect_frames).
     """
     resolved = ReadLimits.of(settings or current_settings(), chunk_bytes, chunk_lines)
     pending: list[pl.DataFrame] = []
@@ -85,7 +88,7 @@ def iter_line_chunks(
         return Lines(frame=chunk, files=pending_files, notes=said)
 
     for path in files:
-        for frame, size in _file_frames(path, resolved, inspect, notes):
+        for frame, size in _file_frames(path, resolved, inspect, notes, find_retry):
             # A chunk stays within its bounds: what is pending goes first when
             # this frame would take it over.
             if pending and (

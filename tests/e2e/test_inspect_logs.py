@@ -942,6 +942,26 @@ FLAKY_TASK = textwrap.dedent(
 )
 
 
+def _flaky_eval(folder: Path, failing: tuple[str, ...] = (), **settings: Any) -> Any:
+    """One eval of FLAKY_TASK (its log, in ``folder``/logs unless ``settings`` says), the
+    samples ``failing`` names raising; ``folder``/flags names them, so a retry may pass."""
+    import inspect_ai
+
+    (folder / "tasks.py").write_text(FLAKY_TASK)
+    flags = folder / "flags"
+    flags.mkdir(exist_ok=True)
+    for sample_id in failing:
+        (flags / sample_id).touch()
+    chosen = {"log_dir": str(folder / "logs"), "fail_on_error": False, "display": "none"}
+    return inspect_ai.eval(
+        f"{folder / 'tasks.py'}@flaky_t",
+        task_args={"flags": str(flags)},
+        model="mockllm/model",
+        metadata={"agent": AGENT, "agent_version": "1.0", "env_type": "exploit"},
+        **(chosen | settings),
+    )[0]
+
+
 @pytest.mark.slow
 def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
     # eval_retry writes a new log (a new eval id, so new run_ids) holding the samples that
@@ -950,24 +970,9 @@ def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
     inspect_ai = pytest.importorskip("inspect_ai")
     from inspect_ai.log import read_eval_log
 
-    (tmp_path / "tasks.py").write_text(FLAKY_TASK)
-    flags = tmp_path / "flags"
-    flags.mkdir()
-    for sample_id in ("ex-1", "ex-2"):
-        (flags / sample_id).touch()
-    settings: dict[str, Any] = {
-        "log_dir": str(tmp_path / "logs"),
-        "fail_on_error": False,
-        "display": "none",
-    }
-    first = inspect_ai.eval(
-        f"{tmp_path / 'tasks.py'}@flaky_t",
-        task_args={"flags": str(flags)},
-        model="mockllm/model",
-        metadata={"agent": AGENT, "agent_version": "1.0", "env_type": "exploit"},
-        **settings,
-    )[0]
-    (flags / "ex-1").unlink()
+    first = _flaky_eval(tmp_path, ("ex-1", "ex-2"))
+    (tmp_path / "flags" / "ex-1").unlink()
+    settings = {"log_dir": str(tmp_path / "logs"), "fail_on_error": False, "display": "none"}
     retry = inspect_ai.eval_retry(first.location, **settings)[0]
     logs = [read_eval_log(log.location) for log in (first, retry)]
     uuids = [{sample.uuid for sample in log.samples or []} for log in logs]
@@ -1001,6 +1006,108 @@ def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
         f"inspect:{logs[0].eval.eval_id}",
         f"inspect:{logs[1].eval.eval_id}",
     }
+
+
+@pytest.mark.slow
+def test_a_killed_eval_once_retried_is_said_so_and_read_again_only_if_it_changes(
+    tmp_path: Path,
+) -> None:
+    # A log left at "started" is read again every night until its eval ends. An eval killed
+    # for good never ends; once its retry (a new eval id, the same task id) has landed, the
+    # log is a copy of it: counted as a duplicate, its running row resolved by the retry's
+    # first run, and not read again unless it changes (Inspect may yet recover it in place:
+    # then its samples are read).
+    import time
+    import zipfile
+
+    inspect_ai = pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    first = _flaky_eval(tmp_path)
+    with zipfile.ZipFile(first.location) as archive:
+        samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
+    inbox = tmp_path / "inbox"
+    killed = _rewritten(
+        Path(first.location),
+        inbox / "killed.eval",
+        lambda n: n != "header.json" and n not in samples[2:],
+    )
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", inbox, "--lake", lake).returncode == 0
+    assert _rows(lake, "select line, reason from quarantine") == [(0, table.RUNNING_REASON)]
+    time.sleep(1.1)  # a retry begins after the killed eval did
+    retry = inspect_ai.eval_retry(str(killed), log_dir=str(tmp_path / "retry"), display="none")
+    retry_id = read_eval_log(retry[0].location, header_only=True).eval.eval_id
+    landed = pipeline("ingest", tmp_path / "retry", "--lake", lake)
+    assert landed.returncode == 0, landed.stderr
+    assert _rows(lake, "select count(*) from task_runs") == [(4,)]
+    # The retry's first run graded at least a second after the killed eval began (it
+    # says when to the second): the ones it carried over were graded before that.
+    from datetime import datetime, timedelta
+
+    began = datetime.fromisoformat(read_eval_log(str(killed), header_only=True).eval.created)
+    graded = _rows(lake, "select graded_at, run_id from task_runs order by 1, 2")
+    first_run = next(run_id for at, run_id in graded if at >= began + timedelta(seconds=1))
+    assert first_run.startswith(f"inspect:{retry_id}/")
+
+    read = pipeline("ingest", inbox, "--lake", lake)
+    assert read.returncode == 0, read.stderr
+    assert STILL_RUNNING not in read.stdout
+    assert f"note: {killed}: {table.retried_note(retry_id)}" in " ".join(read.stdout.split())
+    assert _counts(read) | {"s": "-"} == {
+        **dict.fromkeys(("files", "lines", "duplicates"), 1),
+        **dict.fromkeys(("task", "surface", "quarantined", "blank", "seen"), 0),
+        "s": "-",
+    }
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+    assert _rows(lake, "select line, run_id, outcome from quarantine_resolved") == [
+        (0, first_run, "retried")
+    ]
+    # Read again, it is the same duplicate, and nothing more is resolved.
+    again = pipeline("ingest", inbox, "--lake", lake)
+    assert (_counts(again)["duplicates"], _counts(again)["seen"]) == (1, 0)
+    assert _rows(lake, "select count(*) from quarantine_resolved") == [(1,)]
+    # The nightly records it as read: the next one does not read it.
+    for new in (1, 0):
+        done = pipeline("nightly", "--inbox", inbox, "--lake", lake)
+        assert done.returncode == 0, done.stderr
+        row = next(line for line in done.stdout.splitlines() if line.startswith("│ new files"))
+        assert row.replace("│", " ").split()[-1] == str(new), done.stdout
+
+    # Recovered in place: the first log's samples are read, the two it shares with the
+    # retry (their uuids) as duplicates.
+    shutil.copyfile(first.location, killed)
+    done = pipeline("nightly", "--inbox", inbox, "--lake", lake)
+    assert done.returncode == 0, done.stderr
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+    assert _rows(lake, "select count(*) from task_runs") == [(6,)]
+    assert pipeline("check", "--lake", lake).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_retry_still_running_is_not_taken_for_a_killed_eval(tmp_path: Path) -> None:
+    # A failed eval's retry, running: the lake holds the failed eval's runs of the same
+    # task, all graded before the retry began. It is still running, not retried.
+    import time
+    import zipfile
+
+    inspect_ai = pytest.importorskip("inspect_ai")
+
+    failed = _flaky_eval(tmp_path, ("ex-1",))
+    settings = {"fail_on_error": False, "display": "none"}
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", tmp_path / "logs", "--lake", lake).returncode == 0
+    time.sleep(1.1)
+    retry = inspect_ai.eval_retry(failed.location, log_dir=str(tmp_path / "retry"), **settings)
+    with zipfile.ZipFile(retry[0].location) as archive:
+        samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
+    _rewritten(
+        Path(retry[0].location),
+        tmp_path / "inbox" / "running.eval",
+        lambda n: n != "header.json" and n not in samples[3:],
+    )
+    assert pipeline("ingest", tmp_path / "inbox", "--lake", lake).returncode == 0
+    assert _rows(lake, "select reason from quarantine where line = 0") == [(table.RUNNING_REASON,)]
 
 
 # No ids: Inspect numbers each dataset's samples 1..N. No flag files: no sample fails.

@@ -66,6 +66,10 @@ ATTEMPT_KEY = f"{PROVENANCE_KEY}.{ATTEMPT_FIELD}"
 # an ingest notes tasks of one env type whose samples share ids (inspect/shared.py).
 TASK_FIELD = "task"
 TASK_KEY = f"{PROVENANCE_KEY}.{TASK_FIELD}"
+# The provenance field naming one run of a task: eval_retry and eval_set retry an eval
+# under a new eval id with the same task id, which tells a killed eval's retry.
+TASK_ID_FIELD = "task_id"
+TASK_ID_KEY = f"{PROVENANCE_KEY}.{TASK_ID_FIELD}"
 
 # Sample metadata keys lifted to the record's optional top-level fields (CONTRACT 2).
 LIFTED_SAMPLE_FIELDS = ("defect_id", "cwe", "project")

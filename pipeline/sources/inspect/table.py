@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from pipeline.sources.inspect.columns import (
     LIFTED_SAMPLE_FIELDS,
     MISSING_EXTRA,
     TASK_FIELD,
+    TASK_ID_FIELD,
     UNREAD_SAMPLE_FIELDS,
     InspectMapping,
 )
@@ -56,13 +58,42 @@ REDUCTIONS = "reductions.json"
 RUNNING_HEADER = ("_journal/start.json", "_journal/config_updates/")
 # EvalLog.status while the eval runs; "success", "cancelled" and "error" are final.
 RUNNING_STATUS = "started"
+# A log left at "started" whose eval was retried: the retry's log, of the same task, lands
+# the samples it had finished (carried over) and the rest.
+RETRIED = "the Inspect eval was stopped and retried"
 RUNNING = f"{STILL_RUNNING} (log status {RUNNING_STATUS!r})"
 RUNNING_REASON = f"{RUNNING}: it is read once the eval ends"
 RUNNING_NOTE = (
     f"{RUNNING}; it is read again by every ingest or nightly until the eval ends. An eval "
-    "killed for good leaves its log so: eval_retry it (the retry's log lands the samples it "
-    "finished, once) and move this log away"
+    "killed for good leaves its log so: eval_retry it; once the retry's log has landed "
+    "(the samples this one finished carried over, once), this log counts as a duplicate of "
+    "it and its row is resolved"
 )
+
+
+@dataclass(frozen=True)
+class RunningEval:
+    """What a log left at "started" says of its eval. eval_retry and eval_set run it again
+    under a new eval id with the same task id, so samples of that task completed after this
+    log began, under another eval id, are a retry's."""
+
+    source: str
+    task_id: str
+    eval_id: str
+    created: datetime
+
+
+# Given a log left at "started", the eval id of a retry the lake holds, else None.
+FindRetry = Callable[[RunningEval], str | None]
+
+
+def retried_note(retry: str) -> str:
+    return (
+        f"{RETRIED}: its log is left at {RUNNING_STATUS!r}, and eval {retry} of the same task "
+        "landed samples completed after it began (those it had finished carried over, once). "
+        "Counted as a duplicate and not read again unless it changes; its quarantine row, if "
+        "any, is resolved (outcome 'retried'). It can be moved out of the inbox"
+    )
 
 
 def _log_api() -> Any:
@@ -81,7 +112,7 @@ def _provenance(header: Any, sample: Any) -> dict[str, Any]:
         "eval_set_id": spec.eval_set_id,
         TASK_FIELD: spec.task,
         "task_version": spec.task_version,
-        "task_id": spec.task_id,
+        TASK_ID_FIELD: spec.task_id,
         "model": spec.model,
         "log_status": header.status,
         "sample_id": sample.id,
@@ -311,6 +342,18 @@ def _samples(
     yield from _uncounted(missing, len(samples) - len(keys) + len(missing))
 
 
+def _running(path: Path, header: Any) -> RunningEval | None:
+    """None when the log does not say when its eval began, with an offset: then no retry
+    can be told from it."""
+    try:
+        created = datetime.fromisoformat(header.eval.created)
+    except (TypeError, ValueError):
+        return None
+    if created.tzinfo is None:
+        return None
+    return RunningEval(source_name(path), header.eval.task_id, header.eval.eval_id, created)
+
+
 def _frame(source: str, first: int, raws: list[str]) -> pl.DataFrame:
     return pl.DataFrame(
         {
@@ -329,6 +372,7 @@ def inspect_frames(
     limits: ReadLimits,
     mapping: InspectMapping | None = None,
     notes: list[str] | None = None,
+    find_retry: FindRetry | None = None,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
     """Frames of numbered task-grade records, one per sample x epoch, each with its bytes.
 
@@ -336,7 +380,8 @@ def inspect_frames(
     whole); one that fails part way keeps the records read so far, and the rest is one
     entry after them. At most ``chunk_lines`` records are held at a time. A log still
     running gets a note in ``notes`` on every read: from the second on, its entry is
-    counted as seen, and the note says why the file is read again.
+    counted as seen, and the note says why the file is read again. One whose eval
+    ``find_retry`` finds retried gives nothing, and a note saying so.
     """
     source = source_name(path)
     chosen = mapping or InspectMapping()
@@ -359,6 +404,13 @@ def inspect_frames(
         yield one_line(source, 0, None, f"{UNREADABLE_LOG} ({failure_text(exc)})"), 0
         return
     if header.status == RUNNING_STATUS:
+        running = _running(path, header)
+        retry = None if find_retry is None or running is None else find_retry(running)
+        if retry is not None:
+            # Its samples are the retry's: nothing of it is read.
+            if notes is not None:
+                notes.append(f"{source}: {retried_note(retry)}")
+            return
         # Read once the eval has ended: its samples then come in their final order, with the
         # log's final status, so none is numbered twice or clashes with its earlier self.
         if notes is not None:

@@ -1,0 +1,77 @@
+"""A killed Inspect eval's retry, told from the lake: a run of the same task id, of another
+eval, graded at least a second after the killed log began (Inspect writes when an eval
+began to the second, and eval_set retries a failed eval at once). The first such run, by
+when it was graded, is named."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from pipeline.jobs.earlier import Retries
+from pipeline.sources.inspect.table import RunningEval
+
+BEGAN = datetime(2026, 12, 5, 4, 0, 0, tzinfo=UTC)
+KILLED = RunningEval(source="killed.eval", task_id="T1", eval_id="E1", created=BEGAN)
+
+
+class Store:
+    """The two landed tables the lookup reads, as a LakeStore gives them."""
+
+    def __init__(self, runs: list[tuple[str, timedelta, Any]]) -> None:
+        # (run_id, graded after BEGAN, its inspect.task_id value as JSON)
+        self.runs = pl.DataFrame(
+            {
+                "run_id": [run_id for run_id, _, _ in runs],
+                "graded_at": [BEGAN + after for _, after, _ in runs],
+            },
+            schema={"run_id": pl.String, "graded_at": pl.Datetime("us", "UTC")},
+        )
+        self.meta = pl.DataFrame(
+            {
+                "run_id": [run_id for run_id, _, _ in runs],
+                "key": "inspect.task_id",
+                "value": [json.dumps(task) for _, _, task in runs],
+            }
+        )
+
+    def landed(self, table: str, tx: Any = None) -> pl.LazyFrame:
+        return {"task_runs": self.runs, "run_metadata": self.meta}[table].lazy()
+
+
+SECOND = timedelta(seconds=1)
+
+
+def find(runs: list[tuple[str, timedelta, Any]]) -> str | None:
+    return Retries(Store(runs)).find(KILLED)  # type: ignore[arg-type]
+
+
+def test_a_run_of_the_same_task_from_another_eval_a_second_later_is_a_retry() -> None:
+    retries = Retries(Store([("inspect:E2/ex-0#1", SECOND, "T1")]))  # type: ignore[arg-type]
+    assert retries.find(KILLED) == "E2"
+    assert retries.found == {"killed.eval": "inspect:E2/ex-0#1"}
+
+
+def test_within_the_second_the_killed_log_began_it_may_be_the_attempt_before() -> None:
+    assert find([("inspect:E0/ex-0#1", SECOND - timedelta(microseconds=1), "T1")]) is None
+
+
+def test_its_own_runs_other_tasks_and_other_sources_are_not() -> None:
+    assert find([("inspect:E1/ex-0#1", 9 * SECOND, "T1")]) is None  # its own eval
+    assert find([("inspect:E2/ex-0#1", 9 * SECOND, "T2")]) is None  # another task
+    assert find([("run-7", 9 * SECOND, "T1")]) is None  # a .jsonl record's metadata
+    assert find([("inspect:E2/ex-0#1", 9 * SECOND, 7)]) is None  # not a task id
+
+
+def test_of_several_retries_the_first_graded_run_is_named() -> None:
+    runs = [
+        ("inspect:E3/b#1", 5 * SECOND, "T1"),
+        ("inspect:E9/a#1", 2 * SECOND, "T1"),
+        ("inspect:E3/a#1", 2 * SECOND, "T1"),
+    ]
+    retries = Retries(Store(runs))  # type: ignore[arg-type]
+    assert retries.find(KILLED) == "E3"
+    assert retries.found == {"killed.eval": "inspect:E3/a#1"}
