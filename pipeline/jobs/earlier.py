@@ -347,11 +347,16 @@ class Retries:
     def find(self, running: RunningEval) -> str | None:
         """The retry's eval id, else None (the reader's FindRetry)."""
         meta = self.store.landed("run_metadata", self.tx)
-        same_task = meta.filter(
-            (pl.col("key") == TASK_ID_KEY)
-            & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
-            & pl.col("value").str.starts_with('"')
-        ).filter(pl.col("value").str.json_decode(pl.String) == running.task_id)
+        # Decoded once filtered: only the task ids' values are JSON strings.
+        same_task = (
+            meta.filter(
+                (pl.col("key") == TASK_ID_KEY)
+                & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
+                & pl.col("value").str.starts_with('"')
+            )
+            .select("run_id", task_id=pl.col("value").str.json_decode(pl.String))
+            .filter(pl.col("task_id") == running.task_id)
+        )
         first = (
             self.store.landed("task_runs", self.tx)
             .filter(

@@ -30,11 +30,14 @@ class Store:
             },
             schema={"run_id": pl.String, "graded_at": pl.Datetime("us", "UTC")},
         )
+        ids = [run_id for run_id, _, _ in runs]
+        # Beside each task id, metadata of other keys whose values are not strings: never
+        # decoded as one.
         self.meta = pl.DataFrame(
             {
-                "run_id": [run_id for run_id, _, _ in runs],
-                "key": "inspect.task_id",
-                "value": [json.dumps(task) for _, _, task in runs],
+                "run_id": ids * 2,
+                "key": ["inspect.task_id"] * len(ids) + ["sample.found"] * len(ids),
+                "value": [json.dumps(task) for _, _, task in runs] + ['["d1", "d2"]'] * len(ids),
             }
         )
 
