@@ -536,21 +536,49 @@ def _journal(stage: Path) -> dict[str, Any] | None:
 
 def _apply(stage: Path, journal: dict[str, Any] | None = None) -> None:
     journal = journal or json.loads((stage / JOURNAL_NAME).read_text())
-    # The lake the stage is in (<lake>/_staging/<batch>), wherever the lake is now. A journal
-    # written before its paths were the lake's names them as that command was given them.
-    lake = stage.parent.parent
-    place = (lambda p: lake / p) if journal.get("paths") == JOURNAL_PATHS else Path
+    place = _placer(stage, journal)
     for move in journal["moves"]:
         source, target = place(move["from"]), place(move["to"])
-        if source.exists():
+        if source is not None and target is not None and source.exists():
             _crash_point()
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
             fsync_path(target.parent)
     for doomed in journal["deletes"]:
-        place(doomed).unlink(missing_ok=True)
+        if (path := place(doomed)) is not None:
+            path.unlink(missing_ok=True)
     (stage / JOURNAL_NAME).unlink()
     _discard(stage)
+
+
+def _placer(stage: Path, journal: dict[str, Any]) -> Callable[[str], Path | None]:
+    """Where a journal's path is in the lake the stage is in (<lake>/_staging/<batch>),
+    wherever the lake is now; None for a path outside it.
+
+    A journal written before its paths were the lake's names them as that command was
+    given the lake (absolute, or relative to where it ran): the lake then is what comes
+    before the stage's own folder in its moves' sources, and each path is taken from there
+    into the lake as it is now. Applied as written, a moved lake's commit found no staged
+    file, and a copy's moved files into the original."""
+    lake = stage.parent.parent
+    if journal.get("paths") == JOURNAL_PATHS:
+        return lambda path: lake / path
+    marker = os.path.join(stage.parent.name, stage.name) + os.sep
+    roots = {
+        move["from"][: move["from"].find(marker)]
+        for move in journal["moves"]
+        if marker in move["from"]
+    }
+    if len(roots) != 1:
+        # Nothing staged says where the lake was: only paths inside it as it is now.
+        here = lake.resolve()
+        return lambda path: Path(path) if Path(path).resolve().is_relative_to(here) else None
+    (root,) = roots
+
+    def place(path: str) -> Path | None:
+        return lake / path[len(root) :] if path.startswith(root) else None
+
+    return place
 
 
 def recover(lake: Path) -> list[str]:

@@ -7,6 +7,7 @@ the state of a lake that never had the fault (compared view by view).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -186,6 +187,62 @@ def test_a_crashed_commit_is_completed_wherever_the_next_run_starts(
     rerun = jobs.run([source], lake, RUBRIC)
     assert rerun.ingest.landed_task_runs == 0  # everything had landed
     assert contents(lake) == clean
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given", ["absolute", "relative"])
+@pytest.mark.parametrize("then", ["moved", "copied"])
+def test_an_older_versions_crashed_commit_is_completed_where_the_lake_is_now(
+    source: Path,
+    clean: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    given: str,
+    then: str,
+) -> None:
+    """A journal an older version wrote names its files as its command was given the lake
+    (absolute, or relative to where it ran). Upgraded, then moved or copied, the lake's
+    crashed commit is completed in the lake as it is now: applied as written, the moved
+    lake's commit found no staged file, and the copy's moved files into the original."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    with crashing_at_the_third_move(monkeypatch):
+        jobs.ingest([source], Path("lake"))
+    lake = workdir / "lake"
+    (stage,) = lk.staging_dir(lake).iterdir()
+    journal = json.loads((stage / lk.JOURNAL_NAME).read_text())
+    root = str(lake) + os.sep if given == "absolute" else "lake" + os.sep
+
+    def old(path: str) -> str:
+        return root + path
+
+    (stage / lk.JOURNAL_NAME).write_text(
+        json.dumps(
+            {
+                "moves": [{"from": old(m["from"]), "to": old(m["to"])} for m in journal["moves"]],
+                "deletes": [old(d) for d in journal["deletes"]],
+            }
+        )
+    )
+    before = _files(lake)
+    now = tmp_path / "elsewhere" / "lake"
+    now.parent.mkdir()
+    if then == "moved":
+        shutil.move(lake, now)
+    else:
+        shutil.copytree(lake, now)
+    monkeypatch.chdir(tmp_path)
+    assert any(step.startswith("completed") for step in lk.recover(now))
+    if then == "copied":
+        assert _files(lake) == before  # the original is left as it was
+    rerun = jobs.run([source], now, RUBRIC)
+    assert rerun.ingest.landed_task_runs == 0  # everything had landed
+    assert contents(now) == clean
 
 
 @pytest.mark.slow
