@@ -234,6 +234,8 @@ def query(
         )
         raise typer.Exit(EXIT_FAILED) from exc
     for index, result in enumerate(results):
+        if result.stale is not None:
+            errors.print(f"note: {escape(result.stale)}", highlight=False)
         if result.truncated:
             errors.print(
                 f"note: only the first {rows} rows were fetched (--max-rows)", highlight=False

@@ -84,6 +84,9 @@ class Result:
     frame: pl.DataFrame
     # True when the statement had more rows than were fetched (max_rows).
     truncated: bool = False
+    # Why the answer may differ from this version's views (another version built the
+    # file, and no command has written since), with what builds it again; on the first.
+    stale: str | None = None
 
 
 def _kind(statement: duckdb.Statement) -> duckdb.StatementType | None:
@@ -255,16 +258,18 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
     statements = check_read_only(sql)
     seconds = chosen.settings.query_seconds
     con = connect_confined(lake, chosen)
+    stale = stale_reason(con, lake)
     timer = threading.Timer(seconds, con.interrupt)
     timer.start()
     try:
-        for text in statements:
+        for index, text in enumerate(statements):
+            said = stale if index == 0 else None
             relation = con.sql(text)
             if relation is None:
-                yield Result(statement=text.strip(), frame=pl.DataFrame())
+                yield Result(statement=text.strip(), frame=pl.DataFrame(), stale=said)
                 continue
             frame, truncated = _fetch(_as_text_variants(relation), chosen.max_rows)
-            yield Result(statement=text.strip(), frame=frame, truncated=truncated)
+            yield Result(statement=text.strip(), frame=frame, truncated=truncated, stale=said)
     except duckdb.InterruptException as exc:
         raise QueryTimeout(
             f"the query ran past the time limit of {seconds} s ({QUERY_SECONDS_ENV})"
@@ -277,7 +282,6 @@ def run_query(lake: Path, sql: str, limits: QueryLimits | None = None) -> Iterat
             "raise it, or ask for fewer rows or columns"
         ) from exc
     except duckdb.CatalogException as exc:
-        stale = stale_reason(con, lake)
         if stale is None:
             raise
         raise StaleWarehouse(f"{exc}\n({stale})") from exc

@@ -488,9 +488,18 @@ def test_a_view_missing_from_a_warehouse_another_version_built_says_how_to_rebui
     code, _, err = invoke(lake, missing)
     assert code == 1
     assert "pipeline score --lake" in err
+    # A query that answers from the older views says so too, once, and answers.
+    answered = "select count(*) as runs from task_runs; select 1 as one"
+    first, second = run_query(lake, answered)
+    assert first.stale is not None and first.stale.startswith("the warehouse was built by")
+    assert second.stale is None
+    code, out, err = invoke(lake, "select count(*) as runs from task_runs")
+    assert code == 0 and "runs" in out
+    assert " ".join(err.split()).count("note: the warehouse was built by another version") == 1
     # What it says to run builds the views of this version again.
     assert runner.invoke(app, ["score", "--lake", str(lake)]).exit_code == 0
     assert next(run_query(lake, "select count(*) from task_penalties")).frame.height == 1
+    assert next(run_query(lake, answered)).stale is None
 
 
 def test_control_characters_from_data_show_as_escapes_in_a_table(lake: Path) -> None:
