@@ -77,14 +77,29 @@ def _carried_over(
     return marked.filter(~carried).select(runs.columns), skipped.cast(SKIPPED_SCHEMA), renamed
 
 
+# A run_id that landed with other content, and what to do. An attempt (an Inspect sample)
+# is one whose log changed since it was read: there is no new attempt to give a run_id.
+LANDED_CLASH = "{} run_id '{}' already landed with different content (from {}); "
+NEW_ATTEMPT = "give the new attempt its own run_id"
+CHANGED_LOG = (
+    "the same attempt (its sample uuid), so its log changed since it was read (scored again, "
+    "or read while its eval ran by a version of the pipeline before 2026-12-05): the run "
+    "landed first stands"
+)
+
+
 def _dedupe_runs(
-    runs: pl.DataFrame, landed: pl.DataFrame, what: str
+    runs: pl.DataFrame, landed: pl.DataFrame, what: str, attempts: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Split a batch's runs into kept, skipped (exact duplicates) and clashes (row_nr, reason).
 
     A run_id seen before with the same content hash is a duplicate; with other
-    content it is a clash, quarantined with where the first one came from.
+    content it is a clash, quarantined with where the first one came from (and, for a run
+    among ``attempts``' rows, that it is the same attempt).
     """
+    attempt_rows = (
+        attempts.get_column("row_nr") if attempts is not None else pl.Series([], dtype=pl.UInt32)
+    )
     ordered = runs.sort("row_nr").with_columns(
         first_row=pl.col("row_nr").first().over("run_id"),
         first_hash=pl.col("content_hash").first().over("run_id"),
@@ -101,11 +116,13 @@ def _dedupe_runs(
         )
         .then(
             pl.format(
-                "{} run_id '{}' already landed with different content (from {}); "
-                "give the new attempt its own run_id",
+                LANDED_CLASH + "{}",
                 pl.lit(what),
                 pl.col("run_id"),
                 pl.col("landed_at"),
+                pl.when(pl.col("row_nr").is_in(attempt_rows.implode()))
+                .then(pl.lit(CHANGED_LOG))
+                .otherwise(pl.lit(NEW_ATTEMPT)),
             )
         )
         .when(
@@ -154,7 +171,10 @@ def dedupe(
     what landed, never quarantined beside it.
     """
     new_runs, task_skipped, task_clash = _dedupe_runs(
-        batch.tables["task_runs"], landed_tasks, "task"
+        batch.tables["task_runs"],
+        landed_tasks,
+        "task",
+        None if attempts is None else attempts.batch.filter(pl.col("attempt").is_not_null()),
     )
     task_runs, carried = new_runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
     if attempts is not None:

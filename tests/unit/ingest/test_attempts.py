@@ -214,3 +214,34 @@ def test_a_copy_of_a_carried_over_line_repeats_the_run_it_repeats(
         (1, "inspect:E1/1#1"),
         (2, "inspect:E1/1#1"),
     ]
+
+
+def test_an_attempt_landed_with_other_content_is_its_log_changed_not_a_new_attempt(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # The same sample (run_id and uuid) read again from a log that changed since (an older
+    # version read it while its eval ran): no new attempt to give a run_id. A record without
+    # an attempt keeps the advice to give its new attempt its own run_id.
+    batch = _batch(
+        [_sample(task_record, "inspect:E1/1#1", "U1"), _sample(task_record, "r-1", None)]
+    )
+    landed_runs = [
+        {"run_id": run_id, "content_hash": "an older text", "source": "old.eval", "line": 3}
+        for run_id in ("inspect:E1/1#1", "r-1")
+    ]
+    result = _deduped(batch, landed_runs, [('"U1"', "inspect:E1/1#1", "b0")])
+    assert result.batch.tables["task_runs"].height == 0
+    assert result.batch.quarantine.select("line", "reason").rows() == [
+        (
+            1,
+            "task run_id 'inspect:E1/1#1' already landed with different content (from "
+            "old.eval:3); the same attempt (its sample uuid), so its log changed since it was "
+            "read (scored again, or read while its eval ran by a version of the pipeline before "
+            "2026-12-05): the run landed first stands",
+        ),
+        (
+            2,
+            "task run_id 'r-1' already landed with different content (from old.eval:3); give "
+            "the new attempt its own run_id",
+        ),
+    ]
