@@ -167,11 +167,14 @@ def check(lake: LakeOption = DEFAULT_LAKE, as_json: JsonOption = False) -> None:
             "ok": report.ok,
             "checked": report.checked,
             "violations": report.violations,
+            "notes": report.notes,
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         for violation in report.violations:
             console.print(f"violation: {visible(violation)}", highlight=False, markup=False)
+        for note in report.notes:
+            console.print(f"note: {visible(note)}", highlight=False, markup=False)
         verdict = "all invariants hold" if report.ok else f"{len(report.violations)} violation(s)"
         console.print(
             f"{visible(str(lake))}: {verdict} ({', '.join(report.checked)})",

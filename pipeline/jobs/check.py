@@ -9,7 +9,8 @@ as data, one line each:
   row count its footer says; no interrupted run is waiting to be finished;
 - lines: every source line is in exactly one place: a run_id lands once, a line (its
   source, number and text: a rewritten file's place holds other text) is not both landed
-  and quarantined, nor a place quarantined twice;
+  and quarantined, nor a place quarantined twice (and a note names Inspect attempts a
+  version before 2026-12-05 landed under two run_ids);
 - rubric: the current rubric parses to the same content and id, and lineage
   holds the same content under that id;
 - scores: every landed run has a score under the current rubric, and no score
@@ -47,6 +48,8 @@ class CheckReport:
     lake: str
     checked: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
+    # What holds, yet is worth knowing (data an older version landed), not a violation.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -132,6 +135,35 @@ def check_lines(lake: Path) -> list[str]:
     if again.len():
         problems.append(f"line quarantined more than once: {_some(again)}")
     return problems
+
+
+def attempts_landed_twice(lake: Path) -> list[str]:
+    """Inspect attempts (sample uuids) the lake holds under more than one run_id. A version
+    before 2026-12-05 landed a sample a retry carried over twice, from the first log and
+    from the retry's; nothing removes them, and every run_id is its own, so it is a note."""
+    from pipeline.sources.inspect.attempts import attempt_rows
+
+    runs = (
+        LakeStore(lake)
+        .landed_parts_only("run_metadata")
+        .filter(attempt_rows())
+        .group_by("value")
+        .agg(pl.col("run_id").sort())
+        .filter(pl.col("run_id").list.len() > 1)
+        .sort("value")
+        .collect()
+    )
+    if runs.is_empty():
+        return []
+    examples = runs.head(SHOWN).select(pl.col("run_id").list.join(" and ")).to_series()
+    more = runs.height - SHOWN
+    return [
+        f"{runs.height} Inspect attempt(s) (sample uuids) landed under more than one run_id: "
+        f"{'; '.join(examples)}{f' and {more} more' if more > 0 else ''}. A version before "
+        "2026-12-05 landed a sample an Inspect retry carried over from both logs, so each "
+        "counts more than once in the views, compare and history; a lake built again from "
+        "its inputs lands each once"
+    ]
 
 
 def unresolved_quarantine(lake: Path) -> pl.DataFrame:
@@ -368,6 +400,10 @@ def check_lake_locked(lake: Path) -> CheckReport:
         except Exception as exc:  # a check that cannot even read is itself a violation
             found = [f"could not be checked ({type(exc).__name__}: {exc})"]
         report.violations.extend(f"{name}: {problem}" for problem in found)
+    try:
+        report.notes.extend(f"lines: {note}" for note in attempts_landed_twice(lake))
+    except Exception as exc:  # as a check that cannot read
+        report.violations.append(f"lines: could not be checked ({type(exc).__name__}: {exc})")
     return report
 
 

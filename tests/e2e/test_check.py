@@ -386,3 +386,50 @@ def test_check_writes_nothing_so_a_read_only_lake_can_be_checked(
     monkeypatch.setattr(lk, "open", read_only, raising=False)
     assert violations(lake) == (0, [])
     assert {p: p.stat().st_mtime_ns for p in lake.rglob("*")} == before
+
+
+def _attempt(run_id: str, uuid: str) -> str:
+    """A task grade of the Inspect reader's form: its sample's uuid is its attempt."""
+    parts = {"defect_matching": 1.0, "pov_quality": 0.5}
+    record = {
+        "run_id": run_id,
+        "agent": "a",
+        "agent_version": "1",
+        "problem_id": "p1",
+        "env_type": "exploit",
+        "graded_at": "2026-12-01T00:00:00Z",
+        "grade": {
+            "subscores": parts,
+            "weights": dict.fromkeys(parts, 0.5),
+            "metadata": {"inspect": {"sample_uuid": uuid}},
+        },
+    }
+    return json.dumps(record) + "\n"
+
+
+@pytest.mark.slow
+def test_an_attempt_an_older_version_landed_twice_is_a_note_not_a_violation(
+    tmp_path: Path,
+) -> None:
+    # Before 2026-12-05 a log and its retry's log both landed the samples the retry carried
+    # over. Made here as it was: each copy landed into a lake of its own, then one lake's
+    # part (its files, scores and manifest) copied into the other.
+    first, second = tmp_path / "first", tmp_path / "second"
+    for lake, run_id in ((first, "inspect:E1/1#1"), (second, "inspect:E2/1#1")):
+        (tmp_path / f"{lake.name}.jsonl").write_text(_attempt(run_id, "U1"))
+        assert invoke("ingest", str(tmp_path / f"{lake.name}.jsonl"), "--lake", str(lake))[0] == 0
+    for path in second.rglob("*-p00000.*"):
+        target = first / path.relative_to(second)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    assert invoke("score", "--lake", str(first))[0] == 0
+    code, output = invoke("check", "--lake", str(first), "--json")
+    assert code == 0
+    assert json.loads(output)["notes"] == [
+        "lines: 1 Inspect attempt(s) (sample uuids) landed under more than one run_id: "
+        "inspect:E1/1#1 and inspect:E2/1#1. A version before 2026-12-05 landed a sample an "
+        "Inspect retry carried over from both logs, so each counts more than once in the "
+        "views, compare and history; a lake built again from its inputs lands each once"
+    ]
+    assert "note: lines: 1 Inspect attempt(s)" in invoke("check", "--lake", str(first))[1]
+    assert json.loads(invoke("check", "--lake", str(second), "--json")[1])["notes"] == []
