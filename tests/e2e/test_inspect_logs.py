@@ -13,7 +13,7 @@ import json
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pytest
@@ -479,33 +479,45 @@ def test_run_reads_logs_under_the_rubrics_mapping(logs: list[Path], tmp_path: Pa
     assert rows == [("detect", AGENT, "mockllm/model")]
 
 
+class Sample(NamedTuple):
+    """What the tests' stand-ins for Inspect's log API read: a sample, as its (id, epoch)."""
+
+    id: str
+    epoch: int
+
+
 def _directory(samples: set[tuple[str, int]], size: int) -> table.Directory:
     """A .eval log's directory holding ``samples``, each member ``size`` bytes."""
     members = {table.sample_member(*key): size for key in samples}
     return table.Directory(0, members)
 
 
-def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
-    """An eval stopped early lists samples it never wrote: those are skipped, the rest read
-    in the log's order (ids x epochs)."""
+@pytest.mark.parametrize("members", ["named as Inspect names them", "named otherwise"])
+def test_samples_the_log_lacks_are_counted_in_the_logs_order(members: str) -> None:
+    """An eval stopped early lists samples it never wrote: those are counted, the rest read
+    in the log's order (ids x epochs). Its directory says which those are, so none is
+    asked for; with members named otherwise, a batch that names one is read sample by
+    sample, and Inspect says which."""
     from types import SimpleNamespace
 
     from pipeline.sources.inspect.table import Unread, _eval_samples
 
     written = {("a", 1), ("a", 2), ("c", 2)}
+    asked: list[Any] = []
 
     class Api:
         @staticmethod
         def read_eval_log_samples_by_id(path: str, keys: Any, **_: Any) -> list[Any]:
+            asked.extend(keys)
             if any(key not in written for key in keys):
                 raise IndexError("missing")
-            return list(keys)
+            return [Sample(*key) for key in keys]
 
         @staticmethod
         def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
             if (id, epoch) not in written:
                 raise IndexError("missing")
-            return (id, epoch)
+            return Sample(id, epoch)
 
     header = SimpleNamespace(
         eval=SimpleNamespace(
@@ -514,6 +526,8 @@ def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
         )
     )
     directory = _directory(written, 10)
+    if members == "named otherwise":
+        directory = table.Directory(0, {f"samples/x{i}.json": 10 for i in range(3)})
     got = list(_eval_samples(Api, Path("x.eval"), header, directory, 2**30))
     # The missing ones are counted, after the samples read, never passed over.
     assert got == [
@@ -524,6 +538,45 @@ def test_a_batch_naming_a_missing_sample_is_read_sample_by_sample() -> None:
             "3 sample(s) the log's header lists are not in it (an eval stopped early?): "
             "b (epoch 1), b (epoch 2), c (epoch 1)"
         ),
+    ]
+    assert (set(asked) == written) == (members == "named as Inspect names them")
+
+
+def test_samples_are_read_in_batches_of_bounded_bytes_and_each_is_the_one_asked_for() -> None:
+    """Inspect keeps a sample's input whole: a batch holds at most READ_BYTES of members
+    (one larger alone), so 256 samples of long inputs are not held at once. A member that
+    holds another sample than its name says is counted in its place, not landed as that
+    one."""
+    from types import SimpleNamespace
+
+    batches: list[list[Any]] = []
+
+    class Api:
+        @staticmethod
+        def read_eval_log_samples_by_id(path: str, keys: Any, **_: Any) -> list[Any]:
+            batches.append(list(keys))
+            return [Sample("z", 1) if key == ("e", 1) else Sample(*key) for key in keys]
+
+    header = SimpleNamespace(
+        eval=SimpleNamespace(
+            dataset=SimpleNamespace(sample_ids=list("abcdef")), config=SimpleNamespace(epochs=1)
+        )
+    )
+    third = table.READ_BYTES // 3
+    sizes = {"a": third, "b": third, "c": third, "d": 2 * table.READ_BYTES, "e": 1, "f": 1}
+    directory = table.Directory(0, {table.sample_member(k, 1): v for k, v in sizes.items()})
+    got = list(table._eval_samples(Api, Path("x.eval"), header, directory, 2**40))
+    assert batches == [[("a", 1), ("b", 1), ("c", 1)], [("d", 1)], [("e", 1), ("f", 1)]]
+    assert got == [
+        ("a", 1),
+        ("b", 1),
+        ("c", 1),
+        ("d", 1),
+        table.Unread(
+            "sample e epoch 1 is not read: its member holds sample z epoch 1 (the log's "
+            "members are misnamed)"
+        ),
+        ("f", 1),
     ]
 
 
@@ -542,7 +595,7 @@ def test_a_sample_that_cannot_be_read_is_quarantined_in_its_place() -> None:
         def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
             if (id, epoch) == ("a", 2):
                 raise ValueError("lexical error: invalid string in json text")
-            return (id, epoch)
+            return Sample(id, epoch)
 
     header = SimpleNamespace(
         eval=SimpleNamespace(
@@ -578,14 +631,14 @@ def test_a_sample_past_the_expansion_limit_is_counted_in_its_place() -> None:
             if any(sample_id not in sizes for sample_id, _ in keys):
                 raise IndexError("missing")
             read.extend(keys)
-            return list(keys)
+            return [Sample(*key) for key in keys]
 
         @staticmethod
         def read_eval_log_sample(path: str, id: str, epoch: int, **_: Any) -> Any:
             if id not in sizes:
                 raise IndexError("missing")
             read.append((id, epoch))
-            return (id, epoch)
+            return Sample(id, epoch)
 
     header = SimpleNamespace(
         eval=SimpleNamespace(
@@ -601,7 +654,8 @@ def test_a_sample_past_the_expansion_limit_is_counted_in_its_place() -> None:
         table.Unread(
             "sample b epoch 1 is not read: it decompresses to 100 bytes, over the 25 bytes "
             "left of the limit of 40 bytes for a log (the limit is set by "
-            "PIPELINE_MAX_EXPANDED_BYTES)"
+            "PIPELINE_MAX_EXPANDED_BYTES; the nightly reads the log again only once it "
+            "changes: ingest it again under a higher limit)"
         ),
         ("c", 1),
         ("e", 1),
@@ -625,7 +679,9 @@ def test_a_sample_past_the_expansion_limit_is_counted_in_its_place() -> None:
     assert read == [] and len(none) == 6
     assert none[0] == table.Unread(
         "sample a epoch 1 is not read: it decompresses to 10 bytes, over the 0 bytes left of "
-        "the limit of 4 bytes for a log (the limit is set by PIPELINE_MAX_EXPANDED_BYTES)"
+        "the limit of 4 bytes for a log (the limit is set by PIPELINE_MAX_EXPANDED_BYTES; the "
+        "nightly reads the log again only once it changes: ingest it again under a higher "
+        "limit)"
     )
 
 
@@ -673,7 +729,8 @@ def test_a_sample_past_the_expansion_limit_lands_once_the_limit_allows(
             2,
             f"sample {sample_id} epoch {epoch} is not read: it decompresses to "
             f"{sizes[order[1]]} bytes, over the {left} bytes left of the limit of {limit} "
-            f"bytes for a log (the limit is set by {MAX_EXPANDED_BYTES_ENV})",
+            f"bytes for a log (the limit is set by {MAX_EXPANDED_BYTES_ENV}; the nightly reads "
+            "the log again only once it changes: ingest it again under a higher limit)",
         )
     ]
     # Under the default limit it lands, and its row is resolved.
@@ -694,6 +751,38 @@ def test_a_sample_past_the_expansion_limit_lands_once_the_limit_allows(
             f"(raw text cut to 1 KiB; the limit is set by {MAX_REPORT_BYTES_ENV})",
         )
     ]
+
+
+@pytest.mark.slow
+def test_a_sample_nested_past_what_python_recurses_is_quarantined_alone(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    # Inspect reads a sample whose metadata nests 2000 levels; turned into a task grade it
+    # goes past Python's recursion limit. That sample alone is quarantined in its place:
+    # the log used to stop there, and every sample after it never landed.
+    import zipfile
+
+    with zipfile.ZipFile(logs[0]) as archive:
+        second = sorted(n for n in archive.namelist() if n.startswith("samples/"))[1]
+        count = sum(n.startswith("samples/") for n in archive.namelist())
+
+    def deep(name: str, data: bytes) -> bytes:
+        if name != second:
+            return data
+        sample = json.loads(data)
+        sample["metadata"] = {**(sample.get("metadata") or {}), "deep": "NESTED"}
+        nested = '{"a":' * 2000 + "1" + "}" * 2000
+        return json.dumps(sample).replace('"NESTED"', nested).encode()
+
+    log = _rewritten(logs[0], tmp_path / "inbox" / "a.eval", lambda n: True, deep)
+    lake = tmp_path / "lake"
+    done = pipeline("ingest", log.parent, "--lake", lake)
+    assert done.returncode == 0, done.stderr
+    assert _rows(lake, "select count(*) from task_runs") == [(count - 1,)]
+    ((line, reason),) = _rows(lake, "select line, reason from quarantine")
+    assert reason.startswith("sample ") and "cannot be made a task grade (RecursionError" in reason
+    landed = {at for (at,) in _rows(lake, "select line from task_runs")}
+    assert landed == set(range(1, count + 1)) - {line}  # every other sample, in its place
 
 
 def test_a_real_log_missing_its_samples_says_so_and_one_with_a_bad_sample_keeps_the_rest(

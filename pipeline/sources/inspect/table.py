@@ -47,8 +47,10 @@ from pipeline.sources.limits import ReadLimits, failure_text, oversize_reason
 from pipeline.sources.lines import LINE_SCHEMA, one_line
 from pipeline.storage.lake import InputError
 
-# Samples of a .eval log read (and held) at a time.
+# Samples of a .eval log read (and held) at a time: at most this many, and members of at
+# most this many bytes (as the ZIP directory records them) unless one alone is larger.
 SAMPLES_PER_READ = 256
+READ_BYTES = 64 * 1024 * 1024
 # A .eval log's ZIP members as inspect-ai writes them: each sample x epoch in a member of
 # its own, and the members it reads whole with the header: the header (while the eval
 # runs, the start journal and its config updates) and the reductions.
@@ -196,66 +198,95 @@ def _eval_samples(
     log_api: Any, path: Path, header: Any, directory: Directory, expanded_bytes: int
 ) -> Iterator[Any]:
     """A .eval log's samples in read_eval_log_samples' order (sample ids x epochs), read
-    SAMPLES_PER_READ at a time with read_eval_log_samples_by_id: one ZIP directory parse
-    per batch, where read_eval_log_samples opens the log and an event loop per sample
-    (measured: 3.2 against 16 ms of CPU a sample). A batch that fails is read sample by
-    sample: one that cannot be read is an ``Unread`` in its place, and the rest are read.
-    Samples the header lists that the log lacks (an eval stopped early), and samples the
-    log holds that its header does not list, are counted in one ``Unread`` at the end:
-    nothing the log names or holds goes uncounted.
+    a batch at a time with read_eval_log_samples_by_id: one ZIP directory parse per batch,
+    where read_eval_log_samples opens the log and an event loop per sample (measured: 3.2
+    against 16 ms of CPU a sample). A batch holds at most SAMPLES_PER_READ samples and
+    READ_BYTES of members, as the ZIP directory records their sizes: Inspect keeps a
+    sample's input, however long, so samples are held by their size, not their number. A
+    batch that fails is read sample by sample: one that cannot be read is an ``Unread`` in
+    its place, and the rest are read. Samples the header lists that the log lacks (an eval
+    stopped early), and samples the log holds that its header does not list, are counted in
+    one ``Unread`` at the end: nothing the log names or holds goes uncounted.
 
-    Each sample is read if its member, as the log's ZIP directory records its size, fits
-    in what is left of ``expanded_bytes`` for the log (as a gzip file is bounded): one that
-    does not is an ``Unread`` in its place, and the samples after it are read if they fit."""
+    Each sample is read if its member fits in what is left of ``expanded_bytes`` for the
+    log (as a gzip file is bounded): one that does not is an ``Unread`` in its place, and
+    the samples after it are read if they fit."""
     keys = _planned(header)
     if keys is None:
         raise RuntimeError("the log lists no sample ids (re-write it with a current inspect-ai)")
     unread = set(UNREAD_SAMPLE_FIELDS)
     missing: list[str] = []
+    # Members named as Inspect names them: a listed sample without one is not in the log,
+    # and asking Inspect for it costs a reading of the ZIP's directory. (Named otherwise by
+    # some other inspect-ai, every sample is asked for.)
+    named = not directory.samples or any(sample_member(*key) in directory.samples for key in keys)
     room = max(expanded_bytes - directory.header_bytes, 0)
-    for start in range(0, len(keys), SAMPLES_PER_READ):
-        fitting: list[tuple[Any, int]] = []
-        for sample_id, epoch in keys[start : start + SAMPLES_PER_READ]:
-            size = directory.samples.get(sample_member(sample_id, epoch), 0)
-            if size <= room:
-                room -= size
-                fitting.append((sample_id, epoch))
-                continue
-            yield from _batch(log_api, path, fitting, unread, missing)
-            fitting = []
+    batch: list[tuple[Any, int]] = []
+    held = 0
+    for sample_id, epoch in keys:
+        member = sample_member(sample_id, epoch)
+        size = directory.samples.get(member, 0)
+        if named and member not in directory.samples:
+            missing.append(f"{sample_id} (epoch {epoch})")
+            continue
+        if size > room:
+            yield from _batch(log_api, path, batch, unread, missing)
+            batch, held = [], 0
             yield Unread(
                 f"sample {sample_id} epoch {epoch} is not read: it decompresses to {size} "
-                f"bytes, over the {max(room, 0)} bytes left of the limit of {expanded_bytes} "
-                f"bytes for a log (the limit is set by {set_by(MAX_EXPANDED_BYTES_ENV)})"
+                f"bytes, over the {room} bytes left of the limit of {expanded_bytes} bytes for "
+                f"a log (the limit is set by {set_by(MAX_EXPANDED_BYTES_ENV)}; the nightly reads "
+                "the log again only once it changes: ingest it again under a higher limit)"
             )
-        yield from _batch(log_api, path, fitting, unread, missing)
+            continue
+        if batch and (len(batch) >= SAMPLES_PER_READ or held + size > READ_BYTES):
+            yield from _batch(log_api, path, batch, unread, missing)
+            batch, held = [], 0
+        room -= size
+        held += size
+        batch.append((sample_id, epoch))
+    yield from _batch(log_api, path, batch, unread, missing)
     yield from _uncounted(missing, len(directory.samples) - len(keys) + len(missing))
 
 
 def _batch(
     log_api: Any, path: Path, batch: list[tuple[Any, int]], unread: set[str], missing: list[str]
 ) -> Iterator[Any]:
-    """One batch of samples; ``missing`` gains the ones the log lacks."""
+    """One batch of samples, each the one asked for; ``missing`` gains those the log
+    lacks."""
     if not batch:
         return
     try:
-        found = log_api.read_eval_log_samples_by_id(str(path), batch, exclude_fields=unread)
+        found = list(
+            zip(
+                batch,
+                log_api.read_eval_log_samples_by_id(str(path), batch, exclude_fields=unread),
+                strict=True,
+            )
+        )
     except Exception:  # one bad sample: each is then read on its own
         found = []
         for sample_id, epoch in batch:
             try:
-                found.append(
-                    log_api.read_eval_log_sample(
-                        str(path), id=sample_id, epoch=epoch, exclude_fields=unread
-                    )
+                sample = log_api.read_eval_log_sample(
+                    str(path), id=sample_id, epoch=epoch, exclude_fields=unread
                 )
             except IndexError:
                 missing.append(f"{sample_id} (epoch {epoch})")
+                continue
             except Exception as exc:  # this sample's alone, quarantined
-                found.append(
-                    Unread(f"sample {sample_id} epoch {epoch} cannot be read ({failure_text(exc)})")
-                )
-    yield from found
+                why = f"sample {sample_id} epoch {epoch} cannot be read ({failure_text(exc)})"
+                sample = Unread(why)
+            found.append(((sample_id, epoch), sample))
+    for (sample_id, epoch), sample in found:
+        if isinstance(sample, Unread) or (sample.id, sample.epoch) == (sample_id, epoch):
+            yield sample
+        else:
+            # Its member holds another sample: landed as that one it would clash with it.
+            yield Unread(
+                f"sample {sample_id} epoch {epoch} is not read: its member holds sample "
+                f"{sample.id} epoch {sample.epoch} (the log's members are misnamed)"
+            )
 
 
 def _planned(header: Any) -> list[tuple[Any, int]] | None:
@@ -435,7 +466,6 @@ def inspect_frames(
                 yield one_line(source, next_line, None, sample.reason), 0
                 next_line += 1
                 continue
-            raw = json.dumps(sample_record(header, sample, chosen), default=str)
         except Exception as exc:  # a log that breaks part way: the rest is one entry
             if pending:
                 yield _frame(source, next_line, pending), pending_bytes
@@ -452,6 +482,17 @@ def inspect_frames(
             )
             yield one_line(source, next_line, None, reason), 0
             return
+        try:
+            raw = json.dumps(sample_record(header, sample, chosen), default=str)
+        except Exception as exc:  # this sample's alone (nested past what Python recurses)
+            if pending:
+                yield _frame(source, next_line, pending), pending_bytes
+                next_line += len(pending)
+                pending, pending_bytes = [], 0
+            reason = f"sample {sample.id} epoch {sample.epoch} cannot be made a task grade"
+            yield one_line(source, next_line, None, f"{reason} ({failure_text(exc)})"), 0
+            next_line += 1
+            continue
         pending.append(raw)
         pending_bytes += len(raw)
         if len(pending) >= limits.chunk_lines or pending_bytes >= limits.chunk_bytes:
