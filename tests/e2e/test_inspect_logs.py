@@ -20,7 +20,7 @@ import pytest
 
 from pipeline.rubric import RubricError, parse_rubric
 from pipeline.sources.blocks import STILL_RUNNING
-from pipeline.sources.inspect import table
+from pipeline.sources.inspect import members, table
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 from pipeline.sources.inspect.extract import (
     ScoreParts,
@@ -486,14 +486,14 @@ class Sample(NamedTuple):
     epoch: int
 
 
-def _directory(samples: set[tuple[str, int]], size: int) -> table.Directory:
+def _directory(samples: set[tuple[str, int]], size: int) -> members.Directory:
     """A .eval log's directory holding ``samples``, each member ``size`` bytes."""
-    members = {table.sample_member(*key): size for key in samples}
-    return table.Directory(0, members)
+    held = {members.sample_member(*key): size for key in samples}
+    return members.Directory(0, held)
 
 
-@pytest.mark.parametrize("members", ["named as Inspect names them", "named otherwise"])
-def test_samples_the_log_lacks_are_counted_in_the_logs_order(members: str) -> None:
+@pytest.mark.parametrize("naming", ["named as Inspect names them", "named otherwise"])
+def test_samples_the_log_lacks_are_counted_in_the_logs_order(naming: str) -> None:
     """An eval stopped early lists samples it never wrote: those are counted, the rest read
     in the log's order (ids x epochs). Its directory says which those are, so none is
     asked for; with members named otherwise, a batch that names one is read sample by
@@ -526,8 +526,8 @@ def test_samples_the_log_lacks_are_counted_in_the_logs_order(members: str) -> No
         )
     )
     directory = _directory(written, 10)
-    if members == "named otherwise":
-        directory = table.Directory(0, {f"samples/x{i}.json": 10 for i in range(3)})
+    if naming == "named otherwise":
+        directory = members.Directory(0, {f"samples/x{i}.json": 10 for i in range(3)})
     got = list(_eval_samples(Api, Path("x.eval"), header, directory, 2**30))
     # The missing ones are counted, after the samples read, never passed over.
     assert got == [
@@ -539,7 +539,7 @@ def test_samples_the_log_lacks_are_counted_in_the_logs_order(members: str) -> No
             "b (epoch 1), b (epoch 2), c (epoch 1)"
         ),
     ]
-    assert (set(asked) == written) == (members == "named as Inspect names them")
+    assert (set(asked) == written) == (naming == "named as Inspect names them")
 
 
 def test_samples_are_read_in_batches_of_bounded_bytes_and_each_is_the_one_asked_for() -> None:
@@ -564,7 +564,7 @@ def test_samples_are_read_in_batches_of_bounded_bytes_and_each_is_the_one_asked_
     )
     third = table.READ_BYTES // 3
     sizes = {"a": third, "b": third, "c": third, "d": 2 * table.READ_BYTES, "e": 1, "f": 1}
-    directory = table.Directory(0, {table.sample_member(k, 1): v for k, v in sizes.items()})
+    directory = members.Directory(0, {members.sample_member(k, 1): v for k, v in sizes.items()})
     got = list(table._eval_samples(Api, Path("x.eval"), header, directory, 2**40))
     assert batches == [[("a", 1), ("b", 1), ("c", 1)], [("d", 1)], [("e", 1), ("f", 1)]]
     assert got == [
@@ -646,8 +646,8 @@ def test_a_sample_past_the_expansion_limit_is_counted_in_its_place() -> None:
             config=SimpleNamespace(epochs=1),
         )
     )
-    members = {table.sample_member(key, 1): size for key, size in sizes.items()}
-    directory = table.Directory(5, members)
+    held = {members.sample_member(key, 1): size for key, size in sizes.items()}
+    directory = members.Directory(5, held)
     got = list(table._eval_samples(Api, Path("x.eval"), header, directory, 40))
     assert got == [
         ("a", 1),
@@ -701,7 +701,7 @@ def test_a_sample_past_the_expansion_limit_lands_once_the_limit_allows(
 
     header = read_eval_log(str(logs[0]), header_only=True)
     order = [
-        table.sample_member(sample_id, epoch)
+        members.sample_member(sample_id, epoch)
         for sample_id in header.eval.dataset.sample_ids
         for epoch in range(1, EPOCHS + 1)
     ]
@@ -783,6 +783,44 @@ def test_a_sample_nested_past_what_python_recurses_is_quarantined_alone(
     assert reason.startswith("sample ") and "cannot be made a task grade (RecursionError" in reason
     landed = {at for (at,) in _rows(lake, "select line from task_runs")}
     assert landed == set(range(1, count + 1)) - {line}  # every other sample, in its place
+
+
+@pytest.mark.slow
+def test_a_member_larger_than_its_zip_directory_says_is_not_read(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    # The sizes a log's ZIP directory records bound what is read; a member that decompresses
+    # past its own (a damaged or crafted log) would be held whole: its sample is quarantined
+    # in its place, or, for the header, the log whole. Inspect's members are Zstandard.
+    import zipfile
+
+    from tests.ziplogs import understated
+
+    with zipfile.ZipFile(logs[0]) as archive:
+        samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
+    sample = understated(
+        _rewritten(logs[0], tmp_path / "sample" / "a.eval", lambda n: True), samples[1], 100
+    )
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", sample.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(len(samples) - 1,)]
+    ((reason,),) = _rows(lake, "select reason from quarantine")
+    assert reason.endswith(
+        f"is not read: its member {samples[1]} decompresses past the size the log's ZIP "
+        "directory records (a damaged or crafted log: read, it would be held whole)"
+    )
+    header = understated(
+        _rewritten(logs[0], tmp_path / "header" / "a.eval", lambda n: True), "header.json", 100
+    )
+    whole = tmp_path / "whole"
+    assert pipeline("ingest", header.parent, "--lake", whole).returncode == 0
+    assert _rows(whole, "select line, reason from quarantine") == [
+        (
+            0,
+            "log header: its member header.json decompresses past the size the log's ZIP "
+            "directory records (a damaged or crafted log: read, it would be held whole)",
+        )
+    ]
 
 
 def test_a_real_log_missing_its_samples_says_so_and_one_with_a_bad_sample_keeps_the_rest(

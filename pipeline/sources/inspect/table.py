@@ -10,7 +10,6 @@ read again from anywhere is the same records: skipped as duplicates.
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +42,7 @@ from pipeline.sources.inspect.extract import (
     run_id,
     usage_totals,
 )
+from pipeline.sources.inspect.members import Directory, sample_member
 from pipeline.sources.limits import ReadLimits, failure_text, oversize_reason
 from pipeline.sources.lines import LINE_SCHEMA, one_line
 from pipeline.storage.lake import InputError
@@ -51,13 +51,6 @@ from pipeline.storage.lake import InputError
 # most this many bytes (as the ZIP directory records them) unless one alone is larger.
 SAMPLES_PER_READ = 256
 READ_BYTES = 64 * 1024 * 1024
-# A .eval log's ZIP members as inspect-ai writes them: each sample x epoch in a member of
-# its own, and the members it reads whole with the header: the header (while the eval
-# runs, the start journal and its config updates) and the reductions.
-SAMPLES_DIR = "samples/"
-HEADER = "header.json"
-REDUCTIONS = "reductions.json"
-RUNNING_HEADER = ("_journal/start.json", "_journal/config_updates/")
 # EvalLog.status while the eval runs; "success", "cancelled" and "error" are final.
 RUNNING_STATUS = "started"
 # A log left at "started" whose eval was retried: the retry's log, of the same task, lands
@@ -239,6 +232,11 @@ def _eval_samples(
                 "the log again only once it changes: ingest it again under a higher limit)"
             )
             continue
+        if directory.misstated([member]):
+            yield from _batch(log_api, path, batch, unread, missing)
+            batch, held = [], 0
+            yield Unread(f"sample {sample_id} epoch {epoch} is not read: {_misstated(member)}")
+            continue
         if batch and (len(batch) >= SAMPLES_PER_READ or held + size > READ_BYTES):
             yield from _batch(log_api, path, batch, unread, missing)
             batch, held = [], 0
@@ -247,6 +245,13 @@ def _eval_samples(
         batch.append((sample_id, epoch))
     yield from _batch(log_api, path, batch, unread, missing)
     yield from _uncounted(missing, len(directory.samples) - len(keys) + len(missing))
+
+
+def _misstated(member: str) -> str:
+    return (
+        f"its member {member} decompresses past the size the log's ZIP directory records "
+        "(a damaged or crafted log: read, it would be held whole)"
+    )
 
 
 def _batch(
@@ -313,39 +318,6 @@ def _uncounted(missing: list[str], unlisted: int) -> Iterator[Unread]:
             f"{unlisted} sample(s) in the log are not among the sample ids its header lists: "
             "not read (re-write the log with a current inspect-ai)"
         )
-
-
-def sample_member(sample_id: Any, epoch: int) -> str:
-    """The ZIP member a .eval log holds a sample x epoch in (as inspect-ai writes it)."""
-    return f"{SAMPLES_DIR}{sample_id}_epoch_{epoch}.json"
-
-
-@dataclass(frozen=True)
-class Directory:
-    """What a .eval log's ZIP directory records, read before any member is decompressed:
-    the size of the members read with its header, and of each sample's member (by its
-    distinct names: an eval_retry of a killed eval writes the samples that were in flight
-    again, under the same names, and a reader gets the last)."""
-
-    header_bytes: int
-    samples: dict[str, int]
-
-    @classmethod
-    def of(cls, path: Path) -> Directory:
-        with zipfile.ZipFile(path) as archive:
-            sizes = {info.filename: info.file_size for info in archive.infolist()}
-        samples = {
-            name: size
-            for name, size in sizes.items()
-            if name.startswith(SAMPLES_DIR) and name.endswith(".json")
-        }
-        header = sum(
-            size
-            for name, size in sizes.items()
-            if name == REDUCTIONS
-            or (name == HEADER if HEADER in sizes else name.startswith(RUNNING_HEADER))
-        )
-        return cls(header, samples)
 
 
 def _samples(
@@ -429,6 +401,9 @@ def inspect_frames(
                 directory.header_bytes, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log header"
             )
             yield one_line(source, 0, None, reason), 0
+            return
+        if directory is not None and (misstated := directory.misstated(directory.header)):
+            yield one_line(source, 0, None, f"log header: {_misstated(misstated[0])}"), 0
             return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole

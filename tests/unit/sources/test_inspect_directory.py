@@ -7,7 +7,10 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from pipeline.sources.inspect.table import Directory, sample_member
+import pytest
+
+from pipeline.sources.inspect.members import Directory, expanded, sample_member
+from tests.ziplogs import understated
 
 
 def _log(path: Path, members: list[tuple[str, int]]) -> Path:
@@ -32,9 +35,13 @@ def test_an_ended_log_reads_its_header_and_reductions(tmp_path: Path) -> None:
             ("header.json", 10),
         ],
     )
-    assert Directory.of(log) == Directory(
-        10 + 20, {"samples/a_epoch_1.json": 45, "samples/b_epoch_2.json": 1}
+    directory = Directory.of(log)
+    assert (directory.header_bytes, directory.header) == (
+        10 + 20,
+        ("reductions.json", "header.json"),
     )
+    assert directory.samples == {"samples/a_epoch_1.json": 45, "samples/b_epoch_2.json": 1}
+    assert directory.misstated([*directory.header, *directory.samples]) == []
 
 
 def test_a_running_log_reads_its_start_journal_and_config_updates(tmp_path: Path) -> None:
@@ -47,9 +54,33 @@ def test_a_running_log_reads_its_start_journal_and_config_updates(tmp_path: Path
             ("samples/a_epoch_1.json", 40),
         ],
     )
-    assert Directory.of(log) == Directory(30 + 7 + 3, {"samples/a_epoch_1.json": 40})
+    directory = Directory.of(log)
+    assert directory.header_bytes == 30 + 7 + 3
+    assert directory.samples == {"samples/a_epoch_1.json": 40}
 
 
 def test_a_sample_member_is_named_as_inspect_names_it() -> None:
     assert sample_member("ex-1", 2) == "samples/ex-1_epoch_2.json"
     assert sample_member(7, 1) == "samples/7_epoch_1.json"
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_member_that_decompresses_past_its_recorded_size_is_misstated(
+    tmp_path: Path, method: int
+) -> None:
+    log = tmp_path / "a.eval"
+    with zipfile.ZipFile(log, "w", method) as archive:
+        archive.writestr("header.json", b"h" * 100)
+        archive.writestr("samples/a_epoch_1.json", b"a" * 5000)
+        archive.writestr("samples/b_epoch_1.json", b"b" * 5000)
+    understated(log, "samples/a_epoch_1.json", 4999)
+    understated(log, "header.json", 10)
+    directory = Directory.of(log)
+    assert directory.samples["samples/a_epoch_1.json"] == 4999
+    names = [*directory.header, *directory.samples]
+    assert directory.misstated(names) == ["header.json", "samples/a_epoch_1.json"]
+    # Counted up to one byte past the recorded size: a bomb is never decompressed whole.
+    with open(log, "rb") as handle:
+        info = directory.infos["samples/b_epoch_1.json"]
+        assert expanded(handle, info, 10) == 10
+        assert expanded(handle, info, 10**9) == 5000

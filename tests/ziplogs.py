@@ -1,0 +1,22 @@
+"""ZIP files damaged as a crafted Inspect log could be."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+
+def understated(path: Path, member: str, size: int) -> Path:
+    """``path`` with its ZIP directory recording ``member`` as ``size`` bytes (a damaged or
+    crafted log): the central directory's uncompressed size, at 24 into its entry."""
+    data = bytearray(path.read_bytes())
+    end = data.rfind(b"PK\x05\x06")
+    directory_size, at = struct.unpack("<II", data[end + 12 : end + 20])
+    stop = at + directory_size
+    while at < stop:
+        name_length, extra, comment = struct.unpack("<HHH", data[at + 28 : at + 34])
+        if bytes(data[at + 46 : at + 46 + name_length]) == member.encode():
+            data[at + 24 : at + 28] = struct.pack("<I", size)
+        at += 46 + name_length + extra + comment
+    path.write_bytes(bytes(data))
+    return path
