@@ -20,9 +20,9 @@ KEPT_PREFIX_CHARS = 1024
 KEPT_PREFIX_BYTES = 1024
 # How much of an unforeseen error's message a quarantine reason keeps.
 FAILURE_TEXT_CHARS = 300
-OVERSIZE_REASON = (
-    "{} is {} bytes, over the limit of {} bytes (raw text cut to 1 KiB; the limit is set by {})"
-)
+OVERSIZE_REASON = "{} is {} bytes, over the limit of {} bytes ({}the limit is set by {})"
+# What an oversize record or report keeps of its text; an Inspect log keeps none.
+CUT_TEXT = "raw text cut to 1 KiB; "
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,26 @@ class ReadLimits:
         )
 
 
-def oversize_reason(size: int, limit: int, setting: str, what: str = "record") -> str:
-    """``setting``: the variable of the limit, named with its flag (settings.set_by)."""
-    return OVERSIZE_REASON.format(what, size, limit, set_by(setting))
+def oversize_reason(
+    size: int, limit: int, setting: str, what: str = "record", kept: bool = True
+) -> str:
+    """``setting``: the variable of the limit, named with its flag (settings.set_by);
+    ``kept``: whether the quarantine row keeps the start of its text."""
+    return OVERSIZE_REASON.format(what, size, limit, CUT_TEXT if kept else "", set_by(setting))
 
 
 def failure_text(exc: BaseException) -> str:
-    """An unforeseen error as a quarantine reason: its type and its message's first line."""
-    first = (str(exc).strip().splitlines() or [""])[0][:FAILURE_TEXT_CHARS]
+    """An unforeseen error as a quarantine reason: its type and its message's first line,
+    and for a validation error (pydantic's, as Inspect's log models raise), where the first
+    of its errors is and what it is: its first line only counts them."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            error = errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            first = f"{first}, the first at {where}: {error['msg']}"
+        except (TypeError, LookupError, ValueError):
+            pass  # not pydantic's shape: its first line says what it says
+    first = first[:FAILURE_TEXT_CHARS]
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -15,7 +15,7 @@ from pipeline.core.settings import (
     current_settings,
     set_by,
 )
-from pipeline.sources.limits import KEPT_PREFIX_CHARS, OVERSIZE_REASON, ReadLimits
+from pipeline.sources.limits import CUT_TEXT, KEPT_PREFIX_CHARS, OVERSIZE_REASON, ReadLimits
 from pipeline.sources.lines import Lines
 
 # A JSON string literal, escapes included: brackets inside one do not nest.
@@ -65,6 +65,7 @@ def with_problems(raw: pl.DataFrame, first_row: int, limits: ReadLimits) -> pl.D
                 pl.when(report).then(pl.lit("report")).otherwise(pl.lit("record")),
                 pl.col("size"),
                 pl.col("limit"),
+                pl.lit(CUT_TEXT),
                 pl.when(report)
                 .then(pl.lit(set_by(MAX_REPORT_BYTES_ENV)))
                 .otherwise(pl.lit(set_by(MAX_RECORD_BYTES_ENV))),

@@ -392,13 +392,19 @@ def inspect_frames(
     try:
         size = path.stat().st_size
         if path.name.endswith(JSON_SUFFIX) and size > limits.report_bytes:
-            reason = oversize_reason(size, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log")
+            reason = oversize_reason(
+                size, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log", kept=False
+            )
             yield one_line(source, 0, None, reason), 0
             return
         directory = Directory.of(path) if path.name.endswith(EVAL_SUFFIX) else None
         if directory is not None and directory.header_bytes > limits.report_bytes:
             reason = oversize_reason(
-                directory.header_bytes, limits.report_bytes, MAX_REPORT_BYTES_ENV, "log header"
+                directory.header_bytes,
+                limits.report_bytes,
+                MAX_REPORT_BYTES_ENV,
+                "log header",
+                kept=False,
             )
             yield one_line(source, 0, None, reason), 0
             return
