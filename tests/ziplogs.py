@@ -20,3 +20,20 @@ def understated(path: Path, member: str, size: int) -> Path:
         at += 46 + name_length + extra + comment
     path.write_bytes(bytes(data))
     return path
+
+
+def corrupted(path: Path, member: str) -> Path:
+    """``path`` with the first bytes of ``member``'s compressed stream flipped (its
+    directory entry as it was): the member no longer decompresses."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    data = bytearray(path.read_bytes())
+    at = info.header_offset
+    name_length, extra = struct.unpack("<HH", data[at + 26 : at + 30])
+    start = at + 30 + name_length + extra
+    for place in range(start, start + 4):
+        data[place] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path

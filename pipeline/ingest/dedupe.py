@@ -88,6 +88,17 @@ CHANGED_LOG = (
 )
 
 
+def _landed_as_itself(runs: pl.DataFrame, attempts: Attempts) -> pl.DataFrame:
+    """The rows (row_nr) of runs whose run_id the lake holds as the same attempt."""
+    return (
+        attempts.batch.filter(pl.col("attempt").is_not_null())
+        .join(runs.select("row_nr", "run_id"), on="row_nr")
+        .join(attempts.landed.select("run_id", landed="attempt"), on="run_id")
+        .filter(pl.col("attempt") == pl.col("landed"))
+        .select("row_nr")
+    )
+
+
 def _dedupe_runs(
     runs: pl.DataFrame, landed: pl.DataFrame, what: str, attempts: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -95,7 +106,8 @@ def _dedupe_runs(
 
     A run_id seen before with the same content hash is a duplicate; with other
     content it is a clash, quarantined with where the first one came from (and, for a run
-    among ``attempts``' rows, that it is the same attempt).
+    among ``attempts``' rows, the lake's run of its run_id being the same attempt, that its
+    log changed since).
     """
     attempt_rows = (
         attempts.get_column("row_nr") if attempts is not None else pl.Series([], dtype=pl.UInt32)
@@ -174,7 +186,7 @@ def dedupe(
         batch.tables["task_runs"],
         landed_tasks,
         "task",
-        None if attempts is None else attempts.batch.filter(pl.col("attempt").is_not_null()),
+        None if attempts is None else _landed_as_itself(batch.tables["task_runs"], attempts),
     )
     task_runs, carried = new_runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
     if attempts is not None:

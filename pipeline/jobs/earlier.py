@@ -334,11 +334,14 @@ CREATED_PRECISION = timedelta(seconds=1)
 
 @dataclass
 class Retries:
-    """Inspect logs left at "started" whose eval the lake (with what ``tx`` has staged)
-    holds a retry of: runs of the same task id, of another eval, graded after the log
-    began. Inspect writes when an eval began to the second, and eval_set retries a failed
-    eval at once: runs graded within that second may be the failed attempt's own. ``found``
-    names, per log, the retry's first run."""
+    """Inspect logs left at "started" whose eval the lake holds a retry of: runs of the
+    same task id, of another eval, graded after the log began. An ingest looks in the lake
+    as it began (``tx`` None): what it finds does not depend on how its input was cut into
+    chunks, and a killed log and its retry read together are told apart by the next one.
+    Inspect writes when an eval began to the second, and eval_set retries a failed eval at
+    once: runs graded within that second may be the failed attempt's own. ``found`` names,
+    per log, the retry's first run. Each log scans the lake's Inspect task ids (0.10 s at
+    300k runs)."""
 
     store: LakeStore
     tx: lk.Transaction | None = None

@@ -63,7 +63,7 @@ def ingest_locked(
     known = evolution.known_names(lake)
     with lk.Transaction(lake) if tx is None else nullcontext(tx) as tx:
         envs = sorted(env_rubric.task.envs)
-        retries = Retries(store, tx)
+        retries = Retries(store)
         lander = Lander(
             store,
             tx,

@@ -44,7 +44,7 @@ from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
 from schemas import checked, polars_schema
 from schemas.registry import LANDED
-from schemas.tasks import Quarantine
+from schemas.tasks import Quarantine, QuarantineResolved
 
 # Batches built at once: two keep both cores busy (a build alone leaves one mostly idle)
 # and hold two chunks, the bound of memory.
@@ -256,6 +256,8 @@ class Lander:
         rows (an eval still running), resolved by the retry's first run (``retried``)."""
         found = {} if self.retries is None else self.retries.found
         logs = [source for source in files if source in found]
+        if not logs:
+            return 0, pl.DataFrame(schema=polars_schema(QuarantineResolved))
         if self.unread is None:
             self.unread = unread_before(self.store)
         if self.resolved is None:

@@ -70,7 +70,7 @@ def failure_text(exc: BaseException) -> str:
     if callable(errors):
         try:
             error = errors()[0]
-            where = ".".join(str(part) for part in error["loc"])
+            where = ".".join(str(part) for part in error["loc"]) or "the top"
             first = f"{first}, the first at {where}: {error['msg']}"
         except (TypeError, LookupError, ValueError):
             pass  # not pydantic's shape: its first line says what it says

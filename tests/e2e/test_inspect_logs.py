@@ -791,16 +791,20 @@ def test_a_member_larger_than_its_zip_directory_says_is_not_read(
 ) -> None:
     # The sizes a log's ZIP directory records bound what is read; a member that decompresses
     # past its own (a damaged or crafted log) would be held whole: its sample is quarantined
-    # in its place, or, for the header, the log whole. Inspect's members are Zstandard.
+    # in its place, or, for the header, the log whole. Inspect's members are Zstandard (the
+    # log copied as it wrote it).
     import zipfile
 
     from tests.ziplogs import understated
 
     with zipfile.ZipFile(logs[0]) as archive:
         samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
-    sample = understated(
-        _rewritten(logs[0], tmp_path / "sample" / "a.eval", lambda n: True), samples[1], 100
-    )
+    for folder in ("sample", "header"):
+        (tmp_path / folder).mkdir()
+    copied = [
+        Path(shutil.copy(logs[0], tmp_path / folder / "a.eval")) for folder in ("sample", "header")
+    ]
+    sample = understated(copied[0], samples[1], 100)
     lake = tmp_path / "lake"
     assert pipeline("ingest", sample.parent, "--lake", lake).returncode == 0
     assert _rows(lake, "select count(*) from task_runs") == [(len(samples) - 1,)]
@@ -809,9 +813,7 @@ def test_a_member_larger_than_its_zip_directory_says_is_not_read(
         f"is not read: its member {samples[1]} decompresses past the size the log's ZIP "
         "directory records (a damaged or crafted log: read, it would be held whole)"
     )
-    header = understated(
-        _rewritten(logs[0], tmp_path / "header" / "a.eval", lambda n: True), "header.json", 100
-    )
+    header = understated(copied[1], "header.json", 100)
     whole = tmp_path / "whole"
     assert pipeline("ingest", header.parent, "--lake", whole).returncode == 0
     assert _rows(whole, "select line, reason from quarantine") == [
@@ -821,6 +823,29 @@ def test_a_member_larger_than_its_zip_directory_says_is_not_read(
             "directory records (a damaged or crafted log: read, it would be held whole)",
         )
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_member_whose_compressed_bytes_are_damaged_costs_its_sample_alone(
+    logs: list[Path], tmp_path: Path, which: int
+) -> None:
+    # Its size is counted as it decompresses before Inspect reads it: a member that does not
+    # decompress is that sample's to quarantine, whether first in the log or after others.
+    # (The log as Inspect wrote it: its members Zstandard, which _rewritten's are not.)
+    import zipfile
+
+    from tests.ziplogs import corrupted
+
+    with zipfile.ZipFile(logs[0]) as archive:
+        samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
+    (tmp_path / "inbox").mkdir()
+    log = corrupted(Path(shutil.copy(logs[0], tmp_path / "inbox" / "a.eval")), samples[which])
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(len(samples) - 1,)]
+    ((line, reason),) = _rows(lake, "select line, reason from quarantine")
+    assert line > 0 and "cannot be read (ZstdError" in reason, reason
 
 
 def test_a_real_log_missing_its_samples_says_so_and_one_with_a_bad_sample_keeps_the_rest(

@@ -91,9 +91,9 @@ def expanded(handle: BinaryIO, info: zipfile.ZipInfo, cap: int) -> int:
         return info.file_size  # a ZIP cut short: Inspect says so when it reads the member
     name_length, extra_length = struct.unpack("<HH", local[26:LOCAL_HEADER])
     handle.seek(info.header_offset + LOCAL_HEADER + name_length + extra_length)
-    blocks = _compressed(handle, info.compress_size)
     if info.compress_type == zipfile.ZIP_STORED:
-        return min(sum(len(block) for block in blocks), cap)
+        return min(info.compress_size, cap)  # stored as it is
+    blocks = _compressed(handle, info.compress_size)
     if info.compress_type == zipfile.ZIP_DEFLATED:
         return _inflated(blocks, cap)
     if info.compress_type == ZSTANDARD:
@@ -118,7 +118,7 @@ def _inflated(blocks: Iterator[bytes], cap: int) -> int:
             data = inflater.unconsumed_tail
         if count >= cap:
             return cap
-    return min(count, cap)
+    return min(count + len(inflater.flush()), cap)
 
 
 def _unzstd(handle: BinaryIO, size: int, cap: int) -> int:

@@ -232,10 +232,14 @@ def _eval_samples(
                 "the log again only once it changes: ingest it again under a higher limit)"
             )
             continue
-        if directory.misstated([member]):
+        try:
+            why = f"is not read: {_misstated(member)}" if directory.misstated([member]) else None
+        except Exception as exc:  # its compressed bytes are damaged: this sample's alone
+            why = f"cannot be read ({failure_text(exc)})"
+        if why is not None:
             yield from _batch(log_api, path, batch, unread, missing)
             batch, held = [], 0
-            yield Unread(f"sample {sample_id} epoch {epoch} is not read: {_misstated(member)}")
+            yield Unread(f"sample {sample_id} epoch {epoch} {why}")
             continue
         if batch and (len(batch) >= SAMPLES_PER_READ or held + size > READ_BYTES):
             yield from _batch(log_api, path, batch, unread, missing)

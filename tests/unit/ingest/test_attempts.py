@@ -221,13 +221,18 @@ def test_an_attempt_landed_with_other_content_is_its_log_changed_not_a_new_attem
 ) -> None:
     # The same sample (run_id and uuid) read again from a log that changed since (an older
     # version read it while its eval ran): no new attempt to give a run_id. A record without
-    # an attempt keeps the advice to give its new attempt its own run_id.
+    # an attempt, or whose run_id the lake holds as another attempt, keeps the advice to give
+    # its new attempt its own run_id.
     batch = _batch(
-        [_sample(task_record, "inspect:E1/1#1", "U1"), _sample(task_record, "r-1", None)]
+        [
+            _sample(task_record, "inspect:E1/1#1", "U1"),
+            _sample(task_record, "r-1", None),
+            _sample(task_record, "inspect:E1/2#1", "U3"),  # the lake's run of it is U2's
+        ]
     )
     landed_runs = [
         {"run_id": run_id, "content_hash": "an older text", "source": "old.eval", "line": 3}
-        for run_id in ("inspect:E1/1#1", "r-1")
+        for run_id in ("inspect:E1/1#1", "r-1", "inspect:E1/2#1")
     ]
     result = _deduped(batch, landed_runs, [('"U1"', "inspect:E1/1#1", "b0")])
     assert result.batch.tables["task_runs"].height == 0
@@ -243,5 +248,10 @@ def test_an_attempt_landed_with_other_content_is_its_log_changed_not_a_new_attem
             2,
             "task run_id 'r-1' already landed with different content (from old.eval:3); give "
             "the new attempt its own run_id",
+        ),
+        (
+            3,
+            "task run_id 'inspect:E1/2#1' already landed with different content (from "
+            "old.eval:3); give the new attempt its own run_id",
         ),
     ]
