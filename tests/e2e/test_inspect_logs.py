@@ -810,8 +810,10 @@ def test_a_member_larger_than_its_zip_directory_says_is_not_read(
     assert _rows(lake, "select count(*) from task_runs") == [(len(samples) - 1,)]
     ((reason,),) = _rows(lake, "select reason from quarantine")
     assert reason.endswith(
-        f"is not read: its member {samples[1]} decompresses past the size the log's ZIP "
-        "directory records (a damaged or crafted log: read, it would be held whole)"
+        f"is not read: its member {samples[1]} holds more than the 100 bytes the log's ZIP "
+        "directory records for it, so the file was damaged or altered after Inspect wrote it "
+        "(read, the member would be held whole, however large): copy the log again from where "
+        "Inspect wrote it"
     )
     header = understated(copied[1], "header.json", 100)
     whole = tmp_path / "whole"
@@ -819,8 +821,10 @@ def test_a_member_larger_than_its_zip_directory_says_is_not_read(
     assert _rows(whole, "select line, reason from quarantine") == [
         (
             0,
-            "log header: its member header.json decompresses past the size the log's ZIP "
-            "directory records (a damaged or crafted log: read, it would be held whole)",
+            "log header: its member header.json holds more than the 100 bytes the log's ZIP "
+            "directory records for it, so the file was damaged or altered after Inspect wrote "
+            "it (read, the member would be held whole, however large): copy the log again from "
+            "where Inspect wrote it",
         )
     ]
 

@@ -62,7 +62,7 @@ RUNNING_NOTE = (
     f"{RUNNING}; it is read again by every ingest or nightly until the eval ends. An eval "
     "killed for good leaves its log so: eval_retry it; once the retry's log has landed "
     "(the samples this one finished carried over, once), this log counts as a duplicate of "
-    "it and its row is resolved"
+    "it and its row is resolved (a retry landed by this same ingest, by the next one)"
 )
 
 
@@ -233,7 +233,8 @@ def _eval_samples(
             )
             continue
         try:
-            why = f"is not read: {_misstated(member)}" if directory.misstated([member]) else None
+            misstated = directory.misstated([member])
+            why = f"is not read: {_misstated(member, size)}" if misstated else None
         except Exception as exc:  # its compressed bytes are damaged: this sample's alone
             why = f"cannot be read ({failure_text(exc)})"
         if why is not None:
@@ -251,10 +252,12 @@ def _eval_samples(
     yield from _uncounted(missing, len(directory.samples) - len(keys) + len(missing))
 
 
-def _misstated(member: str) -> str:
+def _misstated(member: str, size: int) -> str:
     return (
-        f"its member {member} decompresses past the size the log's ZIP directory records "
-        "(a damaged or crafted log: read, it would be held whole)"
+        f"its member {member} holds more than the {size} bytes the log's ZIP directory "
+        "records for it, so the file was damaged or altered after Inspect wrote it (read, "
+        "the member would be held whole, however large): copy the log again from where "
+        "Inspect wrote it"
     )
 
 
@@ -413,7 +416,9 @@ def inspect_frames(
             yield one_line(source, 0, None, reason), 0
             return
         if directory is not None and (misstated := directory.misstated(directory.header)):
-            yield one_line(source, 0, None, f"log header: {_misstated(misstated[0])}"), 0
+            first = misstated[0]
+            reason = f"log header: {_misstated(first, directory.infos[first].file_size)}"
+            yield one_line(source, 0, None, reason), 0
             return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
