@@ -5,10 +5,19 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+# Where a central directory entry records a member's CRC-32 and uncompressed size.
+CRC_AT, SIZE_AT = 16, 24
+
 
 def understated(path: Path, member: str, size: int) -> Path:
     """``path`` with its ZIP directory recording ``member`` as ``size`` bytes (a damaged or
-    crafted log): the central directory's uncompressed size, at 24 into its entry."""
+    crafted log)."""
+    return recorded(path, member, SIZE_AT, size)
+
+
+def recorded(path: Path, member: str, at_offset: int, value: int) -> Path:
+    """``path`` with the 4-byte field ``at_offset`` into ``member``'s central directory
+    entry holding ``value``."""
     data = bytearray(path.read_bytes())
     end = data.rfind(b"PK\x05\x06")
     directory_size, at = struct.unpack("<II", data[end + 12 : end + 20])
@@ -16,7 +25,7 @@ def understated(path: Path, member: str, size: int) -> Path:
     while at < stop:
         name_length, extra, comment = struct.unpack("<HHH", data[at + 28 : at + 34])
         if bytes(data[at + 46 : at + 46 + name_length]) == member.encode():
-            data[at + 24 : at + 28] = struct.pack("<I", size)
+            data[at + at_offset : at + at_offset + 4] = struct.pack("<I", value)
         at += 46 + name_length + extra + comment
     path.write_bytes(bytes(data))
     return path

@@ -786,16 +786,17 @@ def test_a_sample_nested_past_what_python_recurses_is_quarantined_alone(
 
 
 @pytest.mark.slow
-def test_a_member_larger_than_its_zip_directory_says_is_not_read(
+def test_a_member_other_than_its_zip_directory_says_is_not_read(
     logs: list[Path], tmp_path: Path
 ) -> None:
     # The sizes a log's ZIP directory records bound what is read; a member that decompresses
-    # past its own (a damaged or crafted log) would be held whole: its sample is quarantined
-    # in its place, or, for the header, the log whole. Inspect's members are Zstandard (the
-    # log copied as it wrote it).
+    # past its own would be held whole, and one whose CRC-32 differs has other bytes than
+    # Inspect wrote (a damaged or altered log): its sample is quarantined in its place, or,
+    # for the header, the log whole. Inspect's members are Zstandard (the log copied as it
+    # wrote it).
     import zipfile
 
-    from tests.ziplogs import understated
+    from tests.ziplogs import CRC_AT, recorded, understated
 
     with zipfile.ZipFile(logs[0]) as archive:
         samples = sorted(n for n in archive.namelist() if n.startswith("samples/"))
@@ -804,28 +805,27 @@ def test_a_member_larger_than_its_zip_directory_says_is_not_read(
     copied = [
         Path(shutil.copy(logs[0], tmp_path / folder / "a.eval")) for folder in ("sample", "header")
     ]
-    sample = understated(copied[0], samples[1], 100)
+    sample = recorded(understated(copied[0], samples[1], 100), samples[2], CRC_AT, 1)
     lake = tmp_path / "lake"
     assert pipeline("ingest", sample.parent, "--lake", lake).returncode == 0
-    assert _rows(lake, "select count(*) from task_runs") == [(len(samples) - 1,)]
-    ((reason,),) = _rows(lake, "select reason from quarantine")
-    assert reason.endswith(
-        f"is not read: its member {samples[1]} holds more than the 100 bytes the log's ZIP "
-        "directory records for it, so the file was damaged or altered after Inspect wrote it "
-        "(read, the member would be held whole, however large): copy the log again from where "
-        "Inspect wrote it"
+    assert _rows(lake, "select count(*) from task_runs") == [(len(samples) - 2,)]
+    reasons = [reason for (reason,) in _rows(lake, "select reason from quarantine order by line")]
+    then = (
+        "the log's ZIP directory records for it, so the file was damaged or altered after "
+        "Inspect wrote it (Inspect would read the member to its end, however large, and not "
+        "check it): copy the log again from where Inspect wrote it"
+    )
+    assert sorted(reason.split(": its member ")[1] for reason in reasons) == sorted(
+        [
+            f"{samples[1]} holds more than the 100 bytes {then}",
+            f"{samples[2]} does not match the CRC-32 {then}",
+        ]
     )
     header = understated(copied[1], "header.json", 100)
     whole = tmp_path / "whole"
     assert pipeline("ingest", header.parent, "--lake", whole).returncode == 0
     assert _rows(whole, "select line, reason from quarantine") == [
-        (
-            0,
-            "log header: its member header.json holds more than the 100 bytes the log's ZIP "
-            "directory records for it, so the file was damaged or altered after Inspect wrote "
-            "it (read, the member would be held whole, however large): copy the log again from "
-            "where Inspect wrote it",
-        )
+        (0, f"log header: its member header.json holds more than the 100 bytes {then}")
     ]
 
 

@@ -66,39 +66,75 @@ class Directory:
         )
         return cls(sum(sizes[name] for name in header), samples, header, path, infos)
 
-    def misstated(self, names: tuple[str, ...] | list[str]) -> list[str]:
-        """Those of ``names`` that decompress past the size the directory records for them
-        (a damaged or crafted log): Inspect would read them to their end. Each is
+    def damaged(self, names: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+        """Those of ``names`` whose bytes are not what the directory records for them (a
+        log damaged or altered after Inspect wrote it), each with what is wrong: Inspect
+        would read a member to its end, however large, and not check its CRC-32. Each is
         decompressed, and counted, up to one byte past its recorded size."""
         if self.path is None:
             return []
-        found: list[str] = []
+        found: list[tuple[str, str]] = []
         with open(self.path, "rb") as handle:
             for name in names:
                 info = self.infos.get(name)
-                if info is not None and expanded(handle, info, info.file_size + 1) > info.file_size:
-                    found.append(name)
+                why = None if info is None else damage(handle, info)
+                if why is not None:
+                    found.append((name, why))
         return found
 
 
+def damage(handle: BinaryIO, info: zipfile.ZipInfo) -> str | None:
+    """What is wrong with the bytes of the member ``info`` of the ZIP open as ``handle``,
+    against the size and CRC-32 the directory records; None when nothing is (or when its
+    method, or a ZIP cut short, is Inspect's to refuse)."""
+    blocks = _decompressed(handle, info, info.file_size + 1)
+    if blocks is None:
+        return None
+    count = crc = 0
+    for block in blocks:
+        count += len(block)
+        crc = zlib.crc32(block, crc)
+        if count > info.file_size:
+            return f"holds more than the {info.file_size} bytes"
+    if count < info.file_size:
+        return f"holds {count} bytes, not the {info.file_size}"
+    if crc != info.CRC:
+        return "does not match the CRC-32"
+    return None
+
+
 def expanded(handle: BinaryIO, info: zipfile.ZipInfo, cap: int) -> int:
-    """How many bytes the member ``info`` of the ZIP open as ``handle`` decompresses to,
-    counted up to ``cap`` (never held: one block at a time). A member of a method Inspect
-    does not read counts as its recorded size."""
+    """How many bytes the member ``info`` decompresses to, counted up to ``cap`` (never
+    held: one block at a time); its recorded size for a method Inspect does not read."""
+    blocks = _decompressed(handle, info, cap)
+    return info.file_size if blocks is None else min(sum(map(len, blocks)), cap)
+
+
+def _decompressed(handle: BinaryIO, info: zipfile.ZipInfo, cap: int) -> Iterator[bytes] | None:
+    """The member's bytes, decompressed a block at a time, until ``cap`` of them are out;
+    None for a method Inspect does not read, or a ZIP cut short before the member."""
     handle.seek(info.header_offset)
     local = handle.read(LOCAL_HEADER)
     if len(local) < LOCAL_HEADER:
-        return info.file_size  # a ZIP cut short: Inspect says so when it reads the member
+        return None
     name_length, extra_length = struct.unpack("<HH", local[26:LOCAL_HEADER])
     handle.seek(info.header_offset + LOCAL_HEADER + name_length + extra_length)
     if info.compress_type == zipfile.ZIP_STORED:
-        return min(info.compress_size, cap)  # stored as it is
-    blocks = _compressed(handle, info.compress_size)
+        return _capped(_compressed(handle, info.compress_size), cap)
     if info.compress_type == zipfile.ZIP_DEFLATED:
-        return _inflated(blocks, cap)
+        return _capped(_inflated(_compressed(handle, info.compress_size)), cap)
     if info.compress_type == ZSTANDARD:
-        return _unzstd(handle, info.compress_size, cap)
-    return info.file_size
+        return _capped(_unzstd(handle, info.compress_size), cap)
+    return None
+
+
+def _capped(blocks: Iterator[bytes], cap: int) -> Iterator[bytes]:
+    count = 0
+    for block in blocks:
+        yield block
+        count += len(block)
+        if count >= cap:
+            return
 
 
 def _compressed(handle: BinaryIO, size: int) -> Iterator[bytes]:
@@ -108,30 +144,25 @@ def _compressed(handle: BinaryIO, size: int) -> Iterator[bytes]:
         yield block
 
 
-def _inflated(blocks: Iterator[bytes], cap: int) -> int:
+def _inflated(blocks: Iterator[bytes]) -> Iterator[bytes]:
     inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-    count = 0
     for block in blocks:
         data = block
-        while data and count < cap:
-            count += len(inflater.decompress(data, COUNT_BLOCK))
+        while data:
+            yield inflater.decompress(data, COUNT_BLOCK)
             data = inflater.unconsumed_tail
-        if count >= cap:
-            return cap
-    return min(count + len(inflater.flush()), cap)
+    yield inflater.flush()
 
 
-def _unzstd(handle: BinaryIO, size: int, cap: int) -> int:
+def _unzstd(handle: BinaryIO, size: int) -> Iterator[bytes]:
     import zstandard  # inspect-ai's own dependency, as the inspect extra installs it
 
     # zstandard reads any object with read(); its stubs ask for a file.
     bounded = cast(IO[bytes], _Bounded(handle, size))
-    count = 0
     # inspect-ai writes a member as several frames, one after another.
     with zstandard.ZstdDecompressor().stream_reader(bounded, read_across_frames=True) as reader:
-        while count < cap and (block := reader.read(COUNT_BLOCK)):
-            count += len(block)
-    return min(count, cap)
+        while block := reader.read(COUNT_BLOCK):
+            yield block
 
 
 class _Bounded:

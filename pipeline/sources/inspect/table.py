@@ -233,8 +233,8 @@ def _eval_samples(
             )
             continue
         try:
-            misstated = directory.misstated([member])
-            why = f"is not read: {_misstated(member, size)}" if misstated else None
+            damaged = directory.damaged([member])
+            why = f"is not read: {_damaged(*damaged[0])}" if damaged else None
         except Exception as exc:  # its compressed bytes are damaged: this sample's alone
             why = f"cannot be read ({failure_text(exc)})"
         if why is not None:
@@ -252,12 +252,11 @@ def _eval_samples(
     yield from _uncounted(missing, len(directory.samples) - len(keys) + len(missing))
 
 
-def _misstated(member: str, size: int) -> str:
+def _damaged(member: str, what: str) -> str:
     return (
-        f"its member {member} holds more than the {size} bytes the log's ZIP directory "
-        "records for it, so the file was damaged or altered after Inspect wrote it (read, "
-        "the member would be held whole, however large): copy the log again from where "
-        "Inspect wrote it"
+        f"its member {member} {what} the log's ZIP directory records for it, so the file was "
+        "damaged or altered after Inspect wrote it (Inspect would read the member to its end, "
+        "however large, and not check it): copy the log again from where Inspect wrote it"
     )
 
 
@@ -415,10 +414,8 @@ def inspect_frames(
             )
             yield one_line(source, 0, None, reason), 0
             return
-        if directory is not None and (misstated := directory.misstated(directory.header)):
-            first = misstated[0]
-            reason = f"log header: {_misstated(first, directory.infos[first].file_size)}"
-            yield one_line(source, 0, None, reason), 0
+        if directory is not None and (damaged := directory.damaged(directory.header)):
+            yield one_line(source, 0, None, f"log header: {_damaged(*damaged[0])}"), 0
             return
         header = log_api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.sources.inspect.members import Directory, expanded, sample_member
-from tests.ziplogs import understated
+from tests.ziplogs import CRC_AT, recorded, understated
 
 
 def _log(path: Path, members: list[tuple[str, int]]) -> Path:
@@ -41,7 +41,7 @@ def test_an_ended_log_reads_its_header_and_reductions(tmp_path: Path) -> None:
         ("reductions.json", "header.json"),
     )
     assert directory.samples == {"samples/a_epoch_1.json": 45, "samples/b_epoch_2.json": 1}
-    assert directory.misstated([*directory.header, *directory.samples]) == []
+    assert directory.damaged([*directory.header, *directory.samples]) == []
 
 
 def test_a_running_log_reads_its_start_journal_and_config_updates(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_sample_member_is_named_as_inspect_names_it() -> None:
 
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
-def test_a_member_that_decompresses_past_its_recorded_size_is_misstated(
+def test_a_member_whose_bytes_are_not_what_its_directory_records_is_damaged(
     tmp_path: Path, method: int
 ) -> None:
     log = tmp_path / "a.eval"
@@ -74,11 +74,16 @@ def test_a_member_that_decompresses_past_its_recorded_size_is_misstated(
         archive.writestr("samples/a_epoch_1.json", b"a" * 5000)
         archive.writestr("samples/b_epoch_1.json", b"b" * 5000)
     understated(log, "samples/a_epoch_1.json", 4999)
-    understated(log, "header.json", 10)
+    understated(log, "header.json", 101)
+    recorded(log, "samples/b_epoch_1.json", CRC_AT, 12345)
     directory = Directory.of(log)
     assert directory.samples["samples/a_epoch_1.json"] == 4999
     names = [*directory.header, *directory.samples]
-    assert directory.misstated(names) == ["header.json", "samples/a_epoch_1.json"]
+    assert directory.damaged(names) == [
+        ("header.json", "holds 100 bytes, not the 101"),
+        ("samples/a_epoch_1.json", "holds more than the 4999 bytes"),
+        ("samples/b_epoch_1.json", "does not match the CRC-32"),
+    ]
     # Counted up to one byte past the recorded size: a bomb is never decompressed whole.
     with open(log, "rb") as handle:
         info = directory.infos["samples/b_epoch_1.json"]
