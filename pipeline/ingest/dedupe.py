@@ -88,29 +88,29 @@ CHANGED_LOG = (
 )
 
 
-def _landed_as_itself(runs: pl.DataFrame, attempts: Attempts) -> pl.DataFrame:
+def _landed_as_itself(runs: pl.DataFrame, attempts: Attempts) -> pl.Series:
     """The rows (row_nr) of runs whose run_id the lake holds as the same attempt."""
     return (
         attempts.batch.filter(pl.col("attempt").is_not_null())
         .join(runs.select("row_nr", "run_id"), on="row_nr")
         .join(attempts.landed.select("run_id", landed="attempt"), on="run_id")
         .filter(pl.col("attempt") == pl.col("landed"))
-        .select("row_nr")
+        .get_column("row_nr")
     )
 
 
 def _dedupe_runs(
-    runs: pl.DataFrame, landed: pl.DataFrame, what: str, attempts: pl.DataFrame | None = None
+    runs: pl.DataFrame, landed: pl.DataFrame, what: str, same_attempt: pl.Series | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Split a batch's runs into kept, skipped (exact duplicates) and clashes (row_nr, reason).
 
     A run_id seen before with the same content hash is a duplicate; with other
-    content it is a clash, quarantined with where the first one came from (and, for a run
-    among ``attempts``' rows, the lake's run of its run_id being the same attempt, that its
-    log changed since).
+    content it is a clash, quarantined with where the first one came from (and, for a row
+    of ``same_attempt``, whose run_id the lake holds as the same attempt, that its log
+    changed since).
     """
-    attempt_rows = (
-        attempts.get_column("row_nr") if attempts is not None else pl.Series([], dtype=pl.UInt32)
+    changed_log = (
+        pl.lit(False) if same_attempt is None else pl.col("row_nr").is_in(same_attempt.implode())
     )
     ordered = runs.sort("row_nr").with_columns(
         first_row=pl.col("row_nr").first().over("run_id"),
@@ -132,9 +132,7 @@ def _dedupe_runs(
                 pl.lit(what),
                 pl.col("run_id"),
                 pl.col("landed_at"),
-                pl.when(pl.col("row_nr").is_in(attempt_rows.implode()))
-                .then(pl.lit(CHANGED_LOG))
-                .otherwise(pl.lit(NEW_ATTEMPT)),
+                pl.when(changed_log).then(pl.lit(CHANGED_LOG)).otherwise(pl.lit(NEW_ATTEMPT)),
             )
         )
         .when(

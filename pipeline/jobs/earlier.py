@@ -335,21 +335,20 @@ CREATED_PRECISION = timedelta(seconds=1)
 @dataclass
 class Retries:
     """Inspect logs left at "started" whose eval the lake holds a retry of: runs of the
-    same task id, of another eval, graded after the log began. An ingest looks in the lake
-    as it began (``tx`` None): what it finds does not depend on how its input was cut into
-    chunks, and a killed log and its retry read together are told apart by the next one.
+    same task id, of another eval, graded after the log began. It looks in the lake as
+    committed, as the ingest began: what it finds does not depend on how its input was cut
+    into chunks, and a killed log and its retry read together are told apart by the next one.
     Inspect writes when an eval began to the second, and eval_set retries a failed eval at
     once: runs graded within that second may be the failed attempt's own. ``found`` names,
     per log, the retry's first run. Each log scans the lake's Inspect task ids (0.10 s at
     300k runs)."""
 
     store: LakeStore
-    tx: lk.Transaction | None = None
     found: dict[str, str] = field(default_factory=dict)
 
     def find(self, running: RunningEval) -> str | None:
         """The retry's eval id, else None (the reader's FindRetry)."""
-        meta = self.store.landed("run_metadata", self.tx)
+        meta = self.store.landed("run_metadata")
         # Decoded once filtered: only the task ids' values are JSON strings.
         same_task = (
             meta.filter(
@@ -361,7 +360,7 @@ class Retries:
             .filter(pl.col("task_id") == running.task_id)
         )
         first = (
-            self.store.landed("task_runs", self.tx)
+            self.store.landed("task_runs")
             .filter(
                 pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
                 & ~pl.col("run_id").str.starts_with(f"{RUN_ID_PREFIX}{running.eval_id}/")

@@ -103,13 +103,6 @@ def damage(handle: BinaryIO, info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def expanded(handle: BinaryIO, info: zipfile.ZipInfo, cap: int) -> int:
-    """How many bytes the member ``info`` decompresses to, counted up to ``cap`` (never
-    held: one block at a time); its recorded size for a method Inspect does not read."""
-    blocks = _decompressed(handle, info, cap)
-    return info.file_size if blocks is None else min(sum(map(len, blocks)), cap)
-
-
 def _decompressed(handle: BinaryIO, info: zipfile.ZipInfo, cap: int) -> Iterator[bytes] | None:
     """The member's bytes, decompressed a block at a time, until ``cap`` of them are out;
     None for a method Inspect does not read, or a ZIP cut short before the member."""
