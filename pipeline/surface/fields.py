@@ -57,7 +57,7 @@ class Field:
     """One field: ``name`` is its column prefix in the SQL output, ``path`` its JSON path.
 
     A field is checked only where each field above it on its path is an object and
-    ``when`` holds. ``expect`` None: read, but checked by a rule of its own.
+    ``when`` holds. ``expect`` None: read, and checked by a rule of its own or by none.
     """
 
     name: str
@@ -118,7 +118,9 @@ FINDING_FIELDS = (
     _at("kind", Expect.NON_EMPTY, required=True),
     _at("target", Expect.TARGET),
     _at("measurement", Expect.OBJECT),
-    _at("severity", Expect.NUMBER),
+    # CONTRACT 3: "The stored severity is ignored" (the pipeline assigns its own), so no
+    # value of it keeps a report out; one that is not a finite number is kept as null.
+    _at("severity", None),
     _at("confidence", Expect.NUMBER),
     _measured("scope", Expect.STRING, TOKEN_COST),
     _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),

@@ -779,6 +779,30 @@ def test_quarantine_non_finite_numbers() -> None:
     ]
 
 
+def test_a_stored_severity_of_any_value_lands_and_is_not_used() -> None:
+    # CONTRACT 3: "The stored severity is ignored". A report is not kept out by it: one
+    # that is not a finite number is a null reported_severity, and the record keeps it.
+    def stored(at: int, value: str) -> str:
+        findings = [finding("duplicate", ["a", "b"]), finding("resource_candidate")]
+        text = json.dumps(report(findings, version=f"1.{at}"))
+        return text.replace('"severity": 0.123', f'"severity": {value}', 1)
+
+    values = ['"high"', "null", '{"v": 1}', "[0.5]", "true", "NaN", "1e999", "0.75"]
+    batch = parse(*(stored(at, value) for at, value in enumerate(values)))
+    assert batch.quarantine.is_empty()
+    assert batch.runs.height == len(values)
+    first = batch.findings.filter(pl.col("finding_index") == 0).join(
+        batch.runs.select("run_id", "line"), on="run_id"
+    )
+    assert first.sort("line")["reported_severity"].to_list() == [None] * 7 + [0.75]
+    assert batch.findings.filter(pl.col("finding_index") == 1)["reported_severity"].to_list() == [
+        0.123
+    ] * len(values)
+    assert '"severity": "high"' in batch.runs.sort("line")["record"][0]
+    # the pipeline's own severities, whatever was stored
+    assert severities([dict(finding("duplicate", ["a", "b"]), severity="high")]) == [0.6]
+
+
 def test_quarantine_timestamps_and_run_id() -> None:
     naive = report([])
     naive["generated_at"] = "2026-12-02T13:42:50"
