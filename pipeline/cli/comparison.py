@@ -20,9 +20,10 @@ from pipeline.cli.options import (
     errors,
     lake_or_exit,
     usage_error,
+    warehouse_or_exit,
 )
 from pipeline.core.visible import visible
-from pipeline.storage.lake import DEFAULT_LAKE, command_on
+from pipeline.storage.lake import DEFAULT_LAKE, command_on, write_text_atomic
 
 if TYPE_CHECKING:
     from pipeline.surface.diff import SurfaceDiff
@@ -103,6 +104,8 @@ def surface_diff(
     ] = None,
 ) -> None:
     """Findings new, resolved, worse or better between two versions of an MCP server."""
+    _not_a_folder("--sarif", sarif)
+    warehouse_or_exit(lake)
     from pipeline.surface import diff as sd
 
     try:
@@ -145,9 +148,8 @@ def compare(
     if baseline == candidate:
         # Every pair would differ by nothing: a "no change" no comparison found.
         raise usage_error(f"--baseline and --candidate are both {baseline}: nothing to compare")
-    if html is not None and html.is_dir():
-        raise usage_error(f"--html names a folder, not a file to write: {html}")
-    lake_or_exit(lake)
+    _not_a_folder("--html", html)
+    warehouse_or_exit(lake)
     from pipeline import compare as cmp
     from pipeline.compare import render
 
@@ -158,8 +160,7 @@ def compare(
     else:
         print_blocks(render.comparison(result.report))
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(cmp.render_comparison(result.report, result.pairs), encoding="utf-8")
+        write_text_atomic(cmp.render_comparison(result.report, result.pairs), html)
         if not as_json:
             console.print(f"wrote {visible(str(html))}", highlight=False, markup=False)
     failed = fail_on_regression and result.report["gate"]["fails"]
@@ -172,7 +173,7 @@ def history(
     as_json: JsonOption = False,
 ) -> None:
     """Every version of an agent in order, each step's verdict against the one before."""
-    lake_or_exit(lake)
+    warehouse_or_exit(lake)
     from pipeline import compare as cmp
     from pipeline.compare import render
 
@@ -181,6 +182,13 @@ def history(
         print_json(cmp.history_document(agent, rows), pretty=False)
     else:
         print_blocks(render.history(agent, rows))
+
+
+def _not_a_folder(option: str, path: Path | None) -> None:
+    """A file to write that names a folder is a usage error, found before any work: exit 1
+    after the work would read as the gate failing."""
+    if path is not None and path.is_dir():
+        raise usage_error(f"{option} names a folder, not a file to write: {path}")
 
 
 def _versions_or_exit(checked: list[str] | str) -> list[str]:

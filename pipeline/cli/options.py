@@ -127,6 +127,19 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
     return lake
 
 
+def warehouse_or_exit(lake: Path) -> Path:
+    """A lake with a warehouse to read, else exit 2 (as ``query`` does), saying what builds
+    it."""
+    lake_or_exit(lake)
+    from pipeline.warehouse import WarehouseError, existing_warehouse
+
+    try:
+        existing_warehouse(lake)
+    except WarehouseError as exc:
+        raise usage_error(str(exc)) from exc
+    return lake
+
+
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it (and why
     an input given was not read: a symbolic link, not a regular file)."""

@@ -201,9 +201,10 @@ def query(
         ),
     ] = None,
 ) -> None:
-    """Read the warehouse views; a statement that would write is refused (exit 2). SQL that
-    starts with a -- comment goes after a lone --, which ends the options, or on standard
-    input (-)."""
+    """Read the warehouse views; a statement that would write is refused (exit 2).
+
+    SQL that starts with a -- comment goes after a lone --, which ends the options, or on
+    standard input (-)."""
     chosen = _query_format(output, as_json, as_csv)
     settings = settings_or_exit()
     lake_or_exit(lake)

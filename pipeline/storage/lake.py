@@ -253,7 +253,12 @@ def _whole_parquet(written: Path, meant: Path) -> None:
 
 def write_json_atomic(document: Any, path: Path) -> Path:
     text = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
-    return _write_atomic(path, lambda tmp: tmp.write_text(text))
+    return write_text_atomic(text, path)
+
+
+def write_text_atomic(text: str, path: Path) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` so that the file is either whole or absent."""
+    return _write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def read_json(path: Path, default: Any) -> Any:

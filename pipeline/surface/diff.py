@@ -18,7 +18,7 @@ import polars as pl
 
 from pipeline.core.sql import sql_text
 from pipeline.storage import lake as lk
-from pipeline.warehouse import reading, warehouse_path
+from pipeline.warehouse import reading
 
 NEW, WORSE, RESOLVED, BETTER, SAME = "new", "worse", "resolved", "better", "same"
 # The changes --fail-on-new looks at: a finding the new version brought or made worse.
@@ -116,10 +116,6 @@ def fetch_diff(
     lake: Path, server: str, from_version: str | None, to_version: str | None
 ) -> SurfaceDiff:
     """The two versions (default: the latest two) of ``server`` and what changed."""
-    if not warehouse_path(lake).exists():
-        raise DiffUsageError(
-            f"{lake} has no warehouse.duckdb: {lk.command_on(lake, 'score')} builds it"
-        )
     with reading(lake) as con:
         versions = _fetch(con, "surface_diff_versions", [server])["version_label"].to_list()
         chosen = _choose(server, versions, from_version, to_version)
@@ -246,7 +242,4 @@ def to_sarif(diff: SurfaceDiff) -> dict[str, Any]:
 
 
 def write_sarif(diff: SurfaceDiff, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(to_sarif(diff), indent=2, default=str), encoding="utf-8")
-    tmp.replace(path)
+    lk.write_text_atomic(json.dumps(to_sarif(diff), indent=2, default=str), path)

@@ -39,7 +39,8 @@ def warehouse_path(lake: Path) -> Path:
     return lake / WAREHOUSE_NAME
 
 
-def _existing(lake: Path) -> Path:
+def existing_warehouse(lake: Path) -> Path:
+    """The lake's warehouse file; WarehouseError, saying what builds it, when there is none."""
     from pipeline.storage.lake import command_on
 
     path = warehouse_path(lake)
@@ -57,7 +58,7 @@ def connect_read_only(lake: Path) -> duckdb.DuckDBPyConnection:
     which the caller closes; the pipeline's own reads go through ``reading``."""
     import duckdb
 
-    path = _existing(lake)
+    path = existing_warehouse(lake)
     try:
         return duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
@@ -163,7 +164,7 @@ def reading(lake: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """The lake's warehouse, read-only, for the pipeline's own reads (see ``opened``)."""
     import duckdb
 
-    path = _existing(lake)
+    path = existing_warehouse(lake)
     with ExitStack() as stack:
         try:
             con = stack.enter_context(opened(path))

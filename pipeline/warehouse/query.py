@@ -39,8 +39,7 @@ from pipeline.core.settings import (
 )
 from pipeline.core.sql import quoted
 from pipeline.core.visible import visible, visible_expr
-from pipeline.storage.lake import command_on
-from pipeline.warehouse.file import WarehouseError, stale_reason, warehouse_path
+from pipeline.warehouse.file import WarehouseError, existing_warehouse, stale_reason
 
 READING = {duckdb.StatementType.SELECT}
 # EXPLAIN ANALYZE runs its statement: what it explains is judged like any statement.
@@ -205,11 +204,9 @@ CONFINED: dict[str, str | bool] = {
 
 def connect_confined(lake: Path, limits: QueryLimits | None = None) -> duckdb.DuckDBPyConnection:
     """The warehouse, read-only, with no access to any file, within limits."""
-    path = warehouse_path(lake)
     if lake.exists() and not lake.is_dir():
         raise WarehouseError(f"--lake {lake} is a file; give the lake's folder")
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}: {command_on(lake, 'score')} builds it")
+    path = existing_warehouse(lake)
     chosen = (limits or QueryLimits()).settings
     config: dict[str, str | int | bool] = {
         "memory_limit": f"{chosen.query_memory_bytes}B",

@@ -71,3 +71,11 @@ def test_the_listing_shows_each_commands_summary_whole() -> None:
         assert " ".join(summary.split()) in text, name
     commands = listing.split("Commands:", 1)[1]
     assert "..." not in commands
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_line_help_lists_is_a_whole_sentence(name: str) -> None:
+    # `--help` lists each command by its docstring's first paragraph; one that runs on past
+    # a line there was cut mid-sentence ("... refused (exit 2). SQL that").
+    summary = COMMANDS.commands[name].get_short_help_str(limit=1000)
+    assert summary.endswith((".", "?", ")")), f"{name}: {summary!r}"

@@ -103,3 +103,44 @@ def test_a_lake_path_with_glob_characters_is_refused_before_anything_lands(
     line = refused(command, str(tmp_path / "in.jsonl"), "--lake", str(lake))
     assert line.startswith(f"usage: the lake path '{lake}' holds glob characters")
     assert not (tmp_path / "a[1]").exists()
+
+
+def test_a_sarif_file_named_as_a_folder(tmp_path: Path, lake: Path) -> None:
+    # Refused before any work: after the diff, exit 1 would read as the gate failing, and a
+    # temporary file was left beside the folder.
+    line = refused("surface-diff", "--server", "s", "--sarif", str(tmp_path), "--lake", str(lake))
+    assert line == f"usage: --sarif names a folder, not a file to write: {tmp_path}"
+    assert not list(tmp_path.parent.glob(f".{tmp_path.name}*"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "--agent", "a", "--baseline", "1", "--candidate", "2"],
+        ["history", "--agent", "a"],
+        ["surface-diff", "--server", "s"],
+    ],
+)
+def test_a_lake_without_its_warehouse_is_refused_as_query_refuses_it(
+    lake: Path, args: list[str]
+) -> None:
+    line = refused(*args, "--lake", str(lake))
+    assert line.startswith(f"usage: no warehouse at {lake / 'warehouse.duckdb'}: "), line
+    assert line.endswith(f"score --lake {lake}` builds it"), line
+    assert refused("query", "select 1", "--lake", str(lake)) == line
+
+
+@pytest.mark.parametrize("command", ["compare", "history", "surface-diff", "query"])
+def test_a_mistyped_lake_is_said_alike_by_every_reading_command(
+    tmp_path: Path, command: str
+) -> None:
+    # surface-diff had advised `score --lake TYPO`, which then failed: the lake does not exist.
+    args = {
+        "compare": ["--agent", "a", "--baseline", "1", "--candidate", "2"],
+        "history": ["--agent", "a"],
+        "surface-diff": ["--server", "s"],
+        "query": ["select 1"],
+    }[command]
+    typo = tmp_path / "typo_lake"
+    line = refused(command, *args, "--lake", str(typo))
+    assert line.startswith(f"usage: --lake {typo} does not exist"), line
