@@ -26,8 +26,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The stamp's suffix names the extras: .installed-dev-spark installs '.[dev,spark]',
-# .installed-base the pipeline alone.
+# .installed-base the pipeline alone, which any install of extras newer than pyproject.toml
+# has already done.
 $(VENV)/.installed-%: pyproject.toml | $(BIN)/python
+	$(if $(filter base,$*),find $(VENV) -maxdepth 1 -name '.installed-*' -newer pyproject.toml | grep -q . ||) \
 	$(BIN)/python -m pip install --quiet -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])'
 	touch $@
 

@@ -242,6 +242,17 @@ def _check(resolved: dict[str, Any]) -> None:
     for key in ("smell_severity", "letter_bands"):
         for name, value in surface[key].items():
             _bounded(f"surface.{key}.{name}", value)
+    # Open, but a letter that is one of the defaults in another case is a typo: it would
+    # add a letter beside the default, not move it.
+    meant = {letter.casefold(): letter for letter in SURFACE_DEFAULTS["letter_bands"]}
+    for name, value in surface["letter_bands"].items():
+        if name not in meant.values() and name.casefold() in meant:
+            raise _fail(
+                f"surface.letter_bands.{name}",
+                value,
+                f"letters are case-sensitive: {meant[name.casefold()]} moves that letter's "
+                "cutoff, another name adds a letter",
+            )
     for good, bad in (
         ("tokens_per_tool_good", "tokens_per_tool_bad"),
         ("surface_tokens_good", "surface_tokens_bad"),

@@ -86,6 +86,18 @@ def test_weights_summing_to_one_within_1e_9_pass() -> None:
     assert parse_rubric({"task": {"exploit": {"weights": weights}}})
 
 
+def test_a_letter_band_is_open_but_a_default_letter_in_another_case_is_refused() -> None:
+    # "a+" would have added a letter beside A+ (a server at 58.8 became "a+"), not moved A+.
+    with pytest.raises(RubricError) as caught:
+        parse_rubric({"surface": {"letter_bands": {"a+": 50}}})
+    assert str(caught.value) == (
+        "rubric key surface.letter_bands.a+ = 50.0: letters are case-sensitive: A+ moves "
+        "that letter's cutoff, another name adds a letter"
+    )
+    bands = parse_rubric({"surface": {"letter_bands": {"A+": 99, "E": 50}}}).surface.letter_bands
+    assert (bands["A+"], bands["E"], bands["A"]) == (99.0, 50.0, 93.0)
+
+
 def test_new_env_type_is_a_table_of_its_own() -> None:
     rubric = parse_rubric({"task": {"fuzz": {"gate": "crash", "weights": {"crash": 1.0}}}})
     assert rubric.task.envs["fuzz"].gate == "crash"
