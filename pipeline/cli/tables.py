@@ -50,11 +50,26 @@ def _widths(console: Console, cell: RenderableType) -> tuple[int, int]:
         return measured.minimum, measured.maximum
     lines = text.splitlines() or [""]
     want = max(cell_len(line) for line in lines)
+    words = text.split()
+    if _is_interval(text, words):
+        # One value: split over two lines, its upper bound sat beside the next column's
+        # number and read as the interval's ("[-0.026,  0.1123" over "+0.240]").
+        return want, want
     need = 0
-    for word in text.split():
+    for word in words:
         width = cell_len(word)
         need = max(need, width if _NUMBER.match(word) else min(width, TEXT_WORD_CAP))
     return need, want
+
+
+def _is_interval(text: str, words: Sequence[str]) -> bool:
+    """``[low, high]`` (or parenthesized): two numbers in brackets, on one line."""
+    return (
+        len(words) == 2
+        and text.startswith(("[", "("))
+        and "\n" not in text
+        and all(_NUMBER.match(word) for word in words)
+    )
 
 
 def _column_widths(console: Console, column: Column) -> tuple[int, int]:
@@ -91,12 +106,18 @@ def _record(console: Console, names: Sequence[str], cells: Sequence[RenderableTy
     indent = " " * (name_width + RECORD_GAP)
     lines: list[Text] = []
     for name, cell in zip(names, cells, strict=True):
-        wrapped = list(_as_text(cell).wrap(console, value_width, overflow="fold"))
-        if cell_len(name) > name_width:
-            # A name longer than half the width gets a line of its own.
+        value = _as_text(cell)
+        need, _ = _widths(console, value)
+        if cell_len(name) > name_width or need > value_width:
+            # A name longer than half the width, or a value whose number (or interval) is
+            # wider than beside the names, gets a line of its own: the value takes the
+            # whole width under it, so a number folds only when wider than the screen.
             lines.append(Text(name, style="bold"))
-            lines.extend(Text(indent) + line for line in wrapped)
+            under = max(console.width - RECORD_GAP, 1)
+            below = value.wrap(console, under, overflow="fold")
+            lines.extend(Text(" " * RECORD_GAP) + line for line in below)
             continue
+        wrapped = list(value.wrap(console, value_width, overflow="fold"))
         for index, line in enumerate(wrapped or [Text()]):
             head = name.ljust(name_width + RECORD_GAP) if index == 0 else indent
             lines.append(Text(head, style="bold" if index == 0 else "") + line)

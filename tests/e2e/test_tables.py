@@ -32,9 +32,14 @@ def _render(table: Table, width: int) -> str:
     return out.getvalue()
 
 
+# The interval cells of the last _random_table.
+intervals: list[str] = []
+
+
 def _random_table(rng: random.Random, columns: int, rows: int) -> tuple[Table, list[str]]:
     table = Table(title="numbers")
     numbers: list[str] = []
+    intervals.clear()
     for c in range(columns):
         table.add_column(rng.choice(["x", "mean_score", "pass_rate_ci_high", f"col{c}"]))
     for _ in range(rows):
@@ -48,6 +53,7 @@ def _random_table(rng: random.Random, columns: int, rows: int) -> tuple[Table, l
                 low, high = sorted(rng.uniform(-1, 1) for _ in range(2))
                 cell = f"[{low:+.3f}, {high:+.3f}]"
                 numbers += [f"{low:+.3f}", f"{high:+.3f}"]
+                intervals.append(cell)
             else:
                 cell = " ".join(rng.choice(["regression", "patch", "a", "paired_t"]) for _ in "ab")
             cells.append(cell)
@@ -66,6 +72,22 @@ def test_no_number_is_ever_cut_at_any_width(seed: int) -> None:
     words = _words(text)
     for number in numbers:
         assert number in words, (number, width)
+    # An interval is one value, on one line: split, its upper bound sat beside the next
+    # column's number and read as the interval's.
+    for interval in intervals:
+        assert interval in text, (interval, width)
+
+
+def test_a_number_wider_than_the_space_beside_the_names_gets_the_whole_width() -> None:
+    # At 20 columns a row of records has 18 beside a 1-character name but 10 beside a
+    # 8-character one: the number had been folded over two lines.
+    table = Table("n", "a_name_x", "m")
+    table.add_row("5", "1234567890.123456", "1234567890.654321")
+    text = _render(table, 20)
+    assert text.splitlines()[0].startswith("1 of 1"), text
+    assert max(len(line) for line in text.splitlines()) <= 20
+    assert {"1234567890.123456", "1234567890.654321"} <= _words(text), text
+    assert "a_name_x" in text.splitlines()
 
 
 def test_a_narrow_table_stays_a_grid_and_a_wide_one_becomes_records() -> None:
