@@ -399,7 +399,10 @@ def _lost_part(
         return f"{lost}; which input files it came from is not known"
     by_hand = [source for source in sources if source not in nightly_reads]
     if not by_hand:
-        return f"{lost}; the next nightly reads its inbox files again: {', '.join(sources)}"
+        return (
+            f"{lost}; the nightly reads its inbox files again (this one, when it removed the "
+            f"part; else the next): {', '.join(sources)}"
+        )
     return (
         f"{lost}; ingest again what it came from to land its runs again "
         f"({lk.command_on(lake, 'ingest FILE ...')}): {', '.join(sources)}"
