@@ -23,6 +23,12 @@ NON_FINITE_HINT = r"(?i)([:\[,]\s*-?(nan|inf)|[0-9]{19}|[0-9]e\+?[0-9]{3})"
 # trailing commas ({"a": 1,}), JSON does not.
 STRING_LITERAL = r'"(?:[^"\\]|\\.)*"'
 TRAILING_COMMA = r",\s*[\]}]"
+# A \uD800-\uDFFF escape names half of a UTF-16 pair, no character: one outside a pair
+# (what Python's json.dumps writes for a lone surrogate) is valid by JSON's grammar, but
+# DuckDB's reader refuses the line. Pairs are taken out first (no look-ahead in Polars).
+SURROGATE_PAIR = r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+SURROGATE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+NOT_JSON = "not valid JSON (the line does not parse)"
 
 
 @dataclass(frozen=True)
@@ -75,13 +81,22 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
         )
         .join(non_finite, on="row_nr", how="left")
         .join(trailing_commas(candidates, json_rows), on="row_nr", how="left")
+        .join(lone_surrogates(candidates, json_rows), on="row_nr", how="left")
         .with_columns(
             problem=pl.when(pl.col("problem").is_not_null())
             .then(pl.col("problem"))
             .when(pl.col("blank"))
             .then(None)
+            .when(~pl.col("is_json").fill_null(False) & pl.col("lone_surrogate"))
+            .then(
+                pl.lit(
+                    f"{NOT_JSON}: it holds a \\u escape of half a UTF-16 surrogate pair "
+                    "without the other half, which names no character (write the character "
+                    "itself, or its pair)"
+                )
+            )
             .when(~pl.col("is_json").fill_null(False))
-            .then(pl.lit("not valid JSON (the line does not parse)"))
+            .then(pl.lit(NOT_JSON))
             .when(pl.col("trailing_comma").fill_null(False))
             .then(pl.lit("not valid JSON: a comma before a closing } or ] (JSON allows none)"))
             .when(pl.col("json_kind") != "OBJECT")
@@ -113,17 +128,29 @@ def classify(lines: pl.DataFrame, con: duckdb.DuckDBPyConnection | None = None) 
 def trailing_commas(candidates: pl.DataFrame, json_rows: pl.DataFrame) -> pl.DataFrame:
     """The JSON lines holding a comma before a closing bracket outside every string
     (row_nr, trailing_comma); only lines with such a comma anywhere are looked at closer."""
-    return (
-        candidates.join(json_rows, on="row_nr", how="semi")
-        .filter(pl.col("raw").str.contains(TRAILING_COMMA))
-        .select(
-            "row_nr",
-            trailing_comma=pl.col("raw")
-            .str.replace_all(STRING_LITERAL, '""')
-            .str.contains(TRAILING_COMMA),
-        )
-        .filter("trailing_comma")
+    parsing = candidates.join(json_rows, on="row_nr", how="semi")
+    outside_strings = pl.col("raw").str.replace_all(STRING_LITERAL, '""')
+    return _flagged(
+        parsing.filter(pl.col("raw").str.contains(TRAILING_COMMA)),
+        "trailing_comma",
+        outside_strings.str.contains(TRAILING_COMMA),
     )
+
+
+def lone_surrogates(candidates: pl.DataFrame, json_rows: pl.DataFrame) -> pl.DataFrame:
+    """The lines that do not parse and hold a surrogate escape outside a pair (row_nr,
+    lone_surrogate); only lines that do not parse are looked at."""
+    unpaired = pl.col("raw").str.replace_all(SURROGATE_PAIR, "")
+    return _flagged(
+        candidates.join(json_rows, on="row_nr", how="anti"),
+        "lone_surrogate",
+        unpaired.str.contains(SURROGATE),
+    )
+
+
+def _flagged(lines: pl.DataFrame, name: str, flag: pl.Expr) -> pl.DataFrame:
+    """The ``lines`` where ``flag`` holds, as (row_nr, ``name``: true)."""
+    return lines.select("row_nr", flag.alias(name)).filter(name)
 
 
 # The report's objects whose keys scoring or identity reads (CONTRACT 3), by the column

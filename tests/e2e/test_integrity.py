@@ -199,6 +199,29 @@ def test_a_comma_and_bracket_inside_a_string_is_fine(tmp_path: Path) -> None:
     assert report.landed_task_runs == 1
 
 
+def test_half_a_surrogate_pair_is_named_as_what_keeps_the_line_out(tmp_path: Path) -> None:
+    # Python's json.dumps writes a lone surrogate as "\\ud800": JSON's grammar takes it,
+    # DuckDB's reader does not, and "the line does not parse" sent a person looking for a
+    # syntax error. A pair (an emoji) lands; an escaped backslash before "ud800" is text.
+    lines = [
+        json.dumps(dict(record(run_id), agent=agent))
+        for run_id, agent in (
+            ("r1", "x\ud800"),
+            ("r2", "ok \U0001f600"),
+            ("r3", "y\udc00z"),
+            ("r4", "a \\ud800 b"),
+        )
+    ]
+    report, lake = ingest_lines(tmp_path, lines)
+    assert (report.landed_task_runs, report.quarantined) == (2, 2)
+    half = (
+        "not valid JSON (the line does not parse): it holds a \\u escape of half a UTF-16 "
+        "surrogate pair without the other half, which names no character (write the "
+        "character itself, or its pair)"
+    )
+    assert reasons_by_line(lake) == {1: half, 3: half}
+
+
 def _patch(run_id: str, sizes: dict[str, float]) -> dict[str, Any]:
     names = ("patch_verified", "number_of_attempts", "size_of_patch", "minimization")
     rec = record(run_id, env_type="patch")
