@@ -44,6 +44,18 @@ def batch_of(records: list[dict[str, Any]], indent: list[int | None] | None = No
     return build_batch(Lines(frame=frame, files=[SOURCE]), ["exploit"], "b")
 
 
+def landed_as(batch: Batch, table: str, source: str, line: int) -> dict[str, Any]:
+    """A lake's run of ``table`` (LANDED_RUNS' columns) with the run_id and content of the
+    batch's first run there, landed from ``source`` at ``line``."""
+    first = batch.tables[table].row(0, named=True)
+    return {
+        "run_id": first["run_id"],
+        "content_hash": first["content_hash"],
+        "source": source,
+        "line": line,
+    }
+
+
 def deduped(
     batch: Batch,
     landed_runs: Sequence[dict[str, Any]] = (),
