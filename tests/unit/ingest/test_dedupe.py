@@ -11,6 +11,8 @@ import polars as pl
 
 from pipeline.ingest.dedupe import Deduped
 from tests.batches import batch_of, deduped, landed_as
+from tests.surface_records import SMALL_REPORT as REPORT
+from tests.surface_records import SMALL_REPORT_RUN_ID as REPORT_RUN_ID
 
 LANDED_CLASH = (
     "{} run_id '{}' already landed with different content (from old.jsonl:1); give the new "
@@ -65,4 +67,37 @@ def test_copies_of_a_new_task_run_id_are_judged_against_the_first_which_lands(
     result = deduped(batch_of([first, other, first], indent=[None, None, 1]))
     assert _places(result) == {"landed": [1], "quarantined": [2], "duplicates": [3]}
     assert result.batch.quarantine["reason"].to_list() == [BATCH_CLASH.format("task", "r2")]
+    assert result.skipped_duplicates == 1
+
+
+def test_a_copy_of_a_landed_report_is_a_duplicate_after_a_report_that_clashes_with_it() -> None:
+    # The surface side of the first test: the lake holds REPORT. Line 1 adds a note (a clash
+    # with the lake); line 2 is REPORT (a duplicate of the lake's, not a clash with line 1),
+    # line 3 REPORT spelled otherwise (a duplicate), line 4 line 1 spelled otherwise (a clash
+    # with the lake). None lands, so no finding either.
+    edited = dict(REPORT, note="edited")
+    lake = [landed_as(batch_of([REPORT]), "surface_runs", "old.jsonl", 1)]
+    batch = batch_of([edited, REPORT, REPORT, edited], indent=[None, None, 1, 1])
+    result = deduped(batch, landed_surfaces=lake)
+    assert _places(result) == {"landed": [], "quarantined": [1, 4], "duplicates": [2, 3]}
+    assert (
+        result.batch.quarantine["reason"].to_list()
+        == [LANDED_CLASH.format("surface", REPORT_RUN_ID)] * 2
+    )
+    assert result.duplicate_rows["run_id"].to_list() == [REPORT_RUN_ID] * 2
+    assert result.skipped_duplicates == 2
+    assert result.batch.tables["surface_findings"].is_empty()
+
+
+def test_copies_of_a_new_report_run_id_are_judged_against_the_first_which_lands() -> None:
+    # No such run in the lake: line 1 lands with its one finding; line 2 (other content)
+    # clashes with it; line 3 (line 1 spelled otherwise) is its duplicate.
+    other = dict(REPORT, note="edited")
+    result = deduped(batch_of([REPORT, other, REPORT], indent=[None, None, 1]))
+    assert _places(result) == {"landed": [1], "quarantined": [2], "duplicates": [3]}
+    assert result.batch.quarantine["reason"].to_list() == [
+        BATCH_CLASH.format("surface", REPORT_RUN_ID)
+    ]
+    findings = result.batch.tables["surface_findings"]
+    assert findings.select("row_nr", "run_id", "kind").rows() == [(0, REPORT_RUN_ID, "duplicate")]
     assert result.skipped_duplicates == 1
