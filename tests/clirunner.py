@@ -23,3 +23,11 @@ class Done:
 def pipeline(*args: str | Path) -> Done:
     result = CliRunner().invoke(app, [str(arg) for arg in args])
     return Done(result.exit_code, result.stdout, result.stderr)
+
+
+def summary_counts(done: Done) -> dict[str, int | float]:
+    """An ingest summary's counts by their headers (files, lines, task, ..., seen, s)."""
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["files", "lines"])
+    values = (float(v) if "." in v else int(v) for v in lines[at + 2].split())
+    return dict(zip(lines[at].split(), values, strict=True))

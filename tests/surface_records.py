@@ -23,6 +23,15 @@ CE1_SH3: Mapping[str, Any] = {
     }
 }
 
+# A small report with no run_id of its own, so its run_id is server@version@generated_at.
+SMALL_REPORT: dict[str, Any] = {
+    "generated_at": "2026-12-01T00:00:00+00:00",
+    "server": {"name": "s", "version": "1"},
+    "coverage": {"ran": ["consolidate"]},
+    "findings": [{"kind": "duplicate", "target": ["a", "b"]}],
+}
+SMALL_REPORT_RUN_ID = "s@1@2026-12-01T00:00:00+00:00"
+
 
 def surface_records(
     reports: Sequence[str | Mapping[str, Any]],

@@ -36,18 +36,12 @@ class Batch:
     lines_read: int
     blank_lines: int
     files: list[str] = field(default_factory=list)
-    # Exact copies of a report already earlier in the batch, found while parsing.
+    # Lines whose exact text came earlier in the chunk and passed there (``copies``).
     parse_skipped: int = 0
     # The top-level keys of each task record (row_nr, top_keys), from the one parse.
     task_keys: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(
             schema={"row_nr": pl.UInt32, "top_keys": pl.List(pl.String)}
-        )
-    )
-    # Those copies by place: source, line, run_id (the report they repeat).
-    skipped_reports: pl.DataFrame = field(
-        default_factory=lambda: pl.DataFrame(
-            schema={"source": pl.String, "line": pl.Int64, "run_id": pl.String}
         )
     )
     # Lines whose exact text came earlier in the chunk and passed there (counted in
@@ -180,11 +174,17 @@ def _build_unique(
     parsed = surface.parse_reports(
         surface_records.select("source", "line", "raw", "content_hash", batch_id=pl.lit(batch_id))
     )
-    # The surface stage keys rows by (source, line); map them back to row_nr.
+    # The surface stage keys rows by (source, line); map them back to row_nr. A report
+    # repeating a run_id of the chunk is a run for dedupe to judge, as a task record is.
     locate = surface_records.select("row_nr", "source", "line")
-    tables["surface_runs"] = parsed.runs.join(locate, on=["source", "line"])
-    run_rows = tables["surface_runs"].select("row_nr", "run_id")
-    tables["surface_findings"] = parsed.findings.join(run_rows, on="run_id")
+    run_rows = parsed.runs.join(locate, on=["source", "line"])
+    tables["surface_runs"] = pl.concat(
+        [run_rows, parsed.repeats.join(locate, on=["source", "line"])]
+    ).sort("row_nr")
+    # Findings only of the first report of each run_id: no later one can land.
+    tables["surface_findings"] = parsed.findings.join(
+        run_rows.select("row_nr", "run_id"), on="run_id"
+    )
     quarantined = pl.concat(
         [
             with_kind.filter(pl.col("problem").is_not_null()).select(
@@ -203,8 +203,6 @@ def _build_unique(
         lines_read=frame.height,
         blank_lines=int(kinds["blank"].sum()),
         files=files,
-        parse_skipped=parsed.skipped.height,
-        skipped_reports=parsed.skipped.select("source", "line", "run_id"),
         task_keys=task_keys,
     )
 

@@ -104,10 +104,11 @@ def _dedupe_runs(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Split a batch's runs into kept, skipped (exact duplicates) and clashes (row_nr, reason).
 
-    A run_id seen before with the same content hash is a duplicate; with other
-    content it is a clash, quarantined with where the first one came from (and, for a row
-    of ``same_attempt``, whose run_id the lake holds as the same attempt, that its log
-    changed since).
+    Each copy of a run_id is judged against one reference: the run the lake holds under it,
+    else the batch's first copy of it (the one that lands). The same content hash is a
+    duplicate; other content is a clash, quarantined with where the reference came from
+    (and, for a row of ``same_attempt``, whose run_id the lake holds as the same attempt,
+    that its log changed since).
     """
     changed_log = (
         pl.lit(False) if same_attempt is None else pl.col("row_nr").is_in(same_attempt.implode())
@@ -135,10 +136,10 @@ def _dedupe_runs(
                 pl.when(changed_log).then(pl.lit(CHANGED_LOG)).otherwise(pl.lit(NEW_ATTEMPT)),
             )
         )
-        .when(
-            (pl.col("row_nr") != pl.col("first_row"))
-            & (pl.col("first_hash") != pl.col("content_hash"))
-        )
+        # A copy of a run_id the lake holds is judged against the lake's run alone: the
+        # batch's first copy does not land (it clashes with that run or repeats it), so it
+        # is no reference for the copies after it.
+        .when(pl.col("landed_hash").is_null() & (pl.col("first_hash") != pl.col("content_hash")))
         .then(
             pl.format(
                 "{} run_id '{}' appears again with different content (first at {}); "
@@ -148,8 +149,9 @@ def _dedupe_runs(
                 pl.col("first_at"),
             )
         ),
-        duplicate=(pl.col("landed_hash") == pl.col("content_hash")).fill_null(False)
-        | (pl.col("row_nr") != pl.col("first_row")),
+        # Among the rows that do not clash: each copy of a landed run_id, and each copy after
+        # the first of a new one.
+        duplicate=pl.col("landed_hash").is_not_null() | (pl.col("row_nr") != pl.col("first_row")),
     )
     clashes = marked.filter(pl.col("clash").is_not_null()).select(
         "row_nr", "source", "line", reason="clash", raw="record"

@@ -198,8 +198,9 @@ def unread_before(store: LakeStore) -> pl.DataFrame:
 
 def repeated_places(batch: Batch, deduped: Deduped) -> pl.DataFrame:
     """Each place (source, line) of ``batch`` whose line is an exact copy of a run, with that
-    run's id: of a run landed before (dedupe), or of a line earlier in the chunk (found while
-    parsing), whether that one landed now or was itself a copy."""
+    run's id: of a run landed before or earlier in the chunk (dedupe), or of the same text
+    earlier in the chunk (found while parsing), whether that one landed now or was itself a
+    copy."""
     runs = pl.concat(
         [deduped.batch.tables[table].select("row_nr", "run_id") for table in lk.RUN_TABLES]
         + [deduped.duplicate_rows.select("row_nr", "run_id")]
@@ -209,7 +210,6 @@ def repeated_places(batch: Batch, deduped: Deduped) -> pl.DataFrame:
         [
             deduped.duplicate_rows.select("source", "line", "run_id"),
             copied.select("source", "line", "run_id"),
-            batch.skipped_reports.select("source", "line", "run_id"),
         ]
     )
 

@@ -127,14 +127,7 @@ def _resolved_rows(
     (of the run it repeats, for a duplicate: a sample a retry carried over is a copy of the
     run it first landed as), and whether it landed now or repeated a run already there."""
     kept = result.batch
-    runs = pl.concat(
-        [batch.tables[t].select("row_nr", "run_id") for t in lk.RUN_TABLES]
-        + [
-            batch.skipped_reports.join(
-                candidates.select("row_nr", "source", "line"), on=["source", "line"]
-            ).select("row_nr", "run_id")
-        ]
-    )
+    runs = pl.concat([batch.tables[t].select("row_nr", "run_id") for t in lk.RUN_TABLES])
     repeated = result.duplicate_rows.select("row_nr", repeated="run_id")
     runs = runs.join(repeated, on="row_nr", how="left").select(
         "row_nr", run_id=pl.coalesce("repeated", "run_id")

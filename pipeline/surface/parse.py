@@ -35,30 +35,21 @@ from schemas.surface import SurfaceFinding, SurfaceRun
 UNVERSIONED = "unversioned"
 KEY = ["source", "line"]
 
-_SKIPPED_SCHEMA = pl.Schema(
-    {
-        "source": pl.String,
-        "line": pl.Int64,
-        "run_id": pl.String,
-        "first_source": pl.String,
-        "first_line": pl.Int64,
-    }
-)
-
 
 @dataclass(frozen=True)
 class SurfaceBatch:
     """Landed-shape tables of one batch of reports, and the reports that did not land.
 
-    ``skipped``: later copies, in the same batch, of a report already in ``runs``
-    (same run_id, same content_hash): source, line, run_id, first_source, first_line.
+    ``runs`` holds the first report of each run_id in the batch; ``repeats`` (the same
+    columns) the later ones. A repeat is not judged here: whether it is a duplicate or a
+    clash depends on the lake, which ingest's dedupe reads (pipeline/ingest/dedupe.py).
     """
 
     runs: pl.DataFrame
     findings: pl.DataFrame
     quarantine: pl.DataFrame
-    skipped: pl.DataFrame = field(
-        default_factory=lambda: pl.DataFrame(schema=_SKIPPED_SCHEMA),
+    repeats: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=polars_schema(SurfaceRun)),
     )
 
 
@@ -201,41 +192,17 @@ def _checked(fields: pl.DataFrame, finding_fields: pl.DataFrame) -> pl.DataFrame
     )
 
 
-def _first_of_each(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """The first occurrence of each run_id in the batch wins; later ones are judged against
-    it: (first, skipped: the same content, conflicting: different content with a reason)."""
-    first = runs.sort("_order").group_by("run_id", maintain_order=True).first()
-    later = runs.join(first.select("run_id", "_order"), on=["run_id", "_order"], how="anti")
-    later = later.join(
-        first.select(
-            "run_id",
-            first_source="source",
-            first_line="line",
-            first_hash="content_hash",
-        ),
-        on="run_id",
-    )
-    same = pl.col("content_hash") == pl.col("first_hash")
-    skipped = later.filter(same).select(list(_SKIPPED_SCHEMA))
-    conflicting = later.filter(~same).select(
-        *KEY,
-        "_order",
-        reason=pl.format(
-            'run_id = "{}" already appears in this batch at {} line {} with different '
-            "content: give each report its own run_id",
-            pl.col("run_id"),
-            pl.col("first_source"),
-            pl.col("first_line"),
-        ),
-    )
-    return first, skipped, conflicting
+def _first_of_each(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The first report of each run_id in the batch, and the later ones (the repeats)."""
+    first = runs.sort("_order").unique("run_id", keep="first", maintain_order=True)
+    repeats = runs.join(first.select("_order"), on="_order", how="anti")
+    return first, repeats
 
 
-def _quarantine(records: pl.DataFrame, refused: list[pl.DataFrame]) -> pl.DataFrame:
+def _quarantine(records: pl.DataFrame, refused: pl.DataFrame) -> pl.DataFrame:
     """The refused reports (source, line, _order, reason) in the quarantine's shape."""
     return (
-        pl.concat(refused)
-        .join(records.select(*KEY, "raw", "batch_id"), on=KEY)
+        refused.join(records.select(*KEY, "raw", "batch_id"), on=KEY)
         .sort("_order")
         .select(
             *KEY,
@@ -255,8 +222,8 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
 
     A report with any problem (its own fields or any finding's) is quarantined whole,
     with every problem in its reason: landing part of a report would grade a surface
-    that was never measured. Within the batch, a second report with a run_id already
-    seen is skipped when its content is the same and quarantined when it differs.
+    that was never measured. A second report with a run_id already seen in the batch is
+    one of ``repeats``, with no findings: at most the first report of a run_id lands.
     """
     if records.is_empty():
         # Most ingest chunks hold task grades only: their empty tables cost no query (~0.2 s).
@@ -272,8 +239,8 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
     bad = checked.filter(pl.col("problems").list.len() > 0)
     good = checked.filter(pl.col("problems").list.len() == 0)
     runs = _landed_runs(good).with_columns(_order=good["_order"])
-    first, skipped, conflicting = _first_of_each(runs)
-    landed = first.sort("_order").select(list(polars_schema(SurfaceRun)))
+    first, repeats = _first_of_each(runs)
+    landed = first.select(list(polars_schema(SurfaceRun)))
     findings = (
         _landed_findings(finding_fields)
         .join(landed.select(*KEY, "run_id", "batch_id"), on=KEY, maintain_order="left")
@@ -281,5 +248,9 @@ def parse_reports(records: pl.DataFrame) -> SurfaceBatch:
         .select(list(polars_schema(SurfaceFinding)))
     )
     refused = bad.select(*KEY, "_order", reason=reason(pl.col("problems")))
-    quarantine = _quarantine(records, [refused, conflicting])
-    return SurfaceBatch(runs=landed, findings=findings, quarantine=quarantine, skipped=skipped)
+    return SurfaceBatch(
+        runs=landed,
+        findings=findings,
+        quarantine=_quarantine(records, refused),
+        repeats=repeats.sort("_order").select(list(polars_schema(SurfaceRun))),
+    )

@@ -20,8 +20,9 @@ from pipeline.jobs.ingest import ingest_locked
 from pipeline.rubric import parse_rubric
 from pipeline.sources.chunks import read_lines
 from pipeline.storage import lake as lk
-from tests.clirunner import pipeline
+from tests.clirunner import pipeline, summary_counts
 from tests.e2e.test_warehouse import TASK_VIEWS
+from tests.surface_records import SMALL_REPORT, SMALL_REPORT_RUN_ID
 
 
 def record(run_id: str = "r1", **overrides: Any) -> dict[str, Any]:
@@ -175,6 +176,83 @@ def test_an_exact_copy_of_a_clashing_line_clashes_too(tmp_path: Path) -> None:
     assert all("run_id 'r1' already landed with different content" in r for r in reasons[:2])
     assert all("run_id 'r2' appears again with different content" in r for r in reasons[2:])
     assert report.lines_read == report.accounted == 6
+
+
+def _landed_then_repeated(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder that lands one report and task run r1, and a later one whose first copy of
+    each run_id changes it and whose second is byte for byte the landed one."""
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir()
+    later.mkdir()
+    (first / "r.json").write_text(json.dumps(SMALL_REPORT))
+    write_jsonl(first / "tasks.jsonl", lines_of(record("r1")))
+    (later / "a_edited.json").write_text(json.dumps(dict(SMALL_REPORT, note="edited")))
+    (later / "b_copy.json").write_text(json.dumps(SMALL_REPORT))
+    write_jsonl(later / "tasks.jsonl", lines_of(record("r1", cost_usd=0.5), record("r1")))
+    return first, later
+
+
+def _clashes_with_the_landed_runs(lake: Path, first: Path, later: Path) -> None:
+    """The quarantine holds the two changed copies alone, each naming the run it clashes
+    with: the one landed from ``first``, never the other copy in ``later``."""
+    held = quarantine(lake).sort("source").select("source", "line", "reason").rows()
+    assert held == [
+        (
+            str(later / "a_edited.json"),
+            1,
+            f"surface run_id '{SMALL_REPORT_RUN_ID}' already landed with different content (from "
+            f"{first / 'r.json'}:1); give the new attempt its own run_id",
+        ),
+        (
+            str(later / "tasks.jsonl"),
+            1,
+            f"task run_id 'r1' already landed with different content (from "
+            f"{first / 'tasks.jsonl'}:1); give the new attempt its own run_id",
+        ),
+    ]
+    assert (count(lake, "surface_runs"), count(lake, "task_runs")) == (1, 1)
+
+
+@pytest.mark.slow
+def test_a_copy_of_a_landed_run_is_a_duplicate_after_a_copy_that_clashes_with_it(
+    tmp_path: Path,
+) -> None:
+    # CONTRACT 8: once a run_id has landed, each copy is judged against the landed run: the
+    # edited copies (a_edited.json, tasks.jsonl line 1) clash with it; the exact ones
+    # (b_copy.json, tasks.jsonl line 2) are duplicates, though a copy before them in the
+    # same ingest clashed. Lines 4 = landed 0 + quarantined 2 + duplicates 2.
+    lake = tmp_path / "lake"
+    first, later = _landed_then_repeated(tmp_path.resolve())
+    assert pipeline("ingest", first, "--lake", lake).returncode == 0
+    done = pipeline("ingest", later, "--lake", lake)
+    assert done.returncode == 0, done.stderr
+    counts = summary_counts(done)
+    assert {k: counts[k] for k in ("lines", "task", "surface", "quarantined", "duplicates")} == {
+        "lines": 4,
+        "task": 0,
+        "surface": 0,
+        "quarantined": 2,
+        "duplicates": 2,
+    }
+    _clashes_with_the_landed_runs(lake, first, later)
+    checked = pipeline("check", "--lake", lake)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_copies_of_a_landed_run_in_later_chunks_are_judged_against_the_landed_run(
+    tmp_path: Path,
+) -> None:
+    # One line a chunk: the same verdicts when the copies are in chunks of their own.
+    lake = tmp_path / "lake"
+    first, later = _landed_then_repeated(tmp_path.resolve())
+    inputs = sorted(later.iterdir())
+    with lk.lake_lock(lake):
+        ingest_locked([first], lake)
+    with lk.lake_lock(lake):
+        report = ingest_locked(inputs, lake, chunk_bytes=1)
+    assert (report.lines_read, report.landed_task_runs, report.landed_surface_runs) == (4, 0, 0)
+    assert (report.quarantined, report.skipped_duplicates) == (2, 2)
+    _clashes_with_the_landed_runs(lake, first, later)
 
 
 @pytest.mark.slow

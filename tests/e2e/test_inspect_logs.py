@@ -32,7 +32,7 @@ from pipeline.sources.inspect.extract import (
     to_subscore,
     usage_totals,
 )
-from tests.clirunner import Done, pipeline
+from tests.clirunner import pipeline, summary_counts
 from tests.paths import REAL_REPORTS
 
 AGENT = "secbot"
@@ -163,14 +163,6 @@ def lake(logs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = pipeline("run", logs[0].parent, "--lake", lake)
     assert done.returncode == 0, done.stderr + done.stdout
     return lake
-
-
-def _counts(done: Done) -> dict[str, Any]:
-    """The ingest summary's counts by their headers (files, lines, task, ..., seen, s)."""
-    lines = done.stdout.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["files", "lines"])
-    values = (float(v) if "." in v else int(v) for v in lines[at + 2].split())
-    return dict(zip(lines[at].split(), values, strict=True))
 
 
 def _rows(lake: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -938,7 +930,7 @@ def test_a_running_log_is_read_once_the_eval_ends(logs: list[Path], tmp_path: Pa
     # Read again while it runs: counted as seen, and the note says why it is read again.
     again = pipeline("ingest", log.parent, "--lake", lake)
     assert again.returncode == 0, again.stderr
-    assert _counts(again) | {"s": "-"} == {
+    assert summary_counts(again) | {"s": "-"} == {
         **dict.fromkeys(("files", "lines", "seen"), 1),
         **dict.fromkeys(("task", "surface", "quarantined", "duplicates", "blank"), 0),
         "s": "-",
@@ -1152,7 +1144,7 @@ def test_a_sample_eval_retry_carries_over_lands_once(tmp_path: Path) -> None:
             done = pipeline("ingest", inbox, "--lake", lake)
             assert done.returncode == 0, done.stderr
         # the second log's copies of the first's attempts were skipped as duplicates
-        counts = _counts(done)
+        counts = summary_counts(done)
         assert (counts["task"], counts["duplicates"]) == (4 - len(carried), len(carried))
         assert uuids_landed(lake) == every
         assert pipeline("check", "--lake", lake).returncode == 0
@@ -1210,7 +1202,7 @@ def test_a_killed_eval_once_retried_is_said_so_and_read_again_only_if_it_changes
     assert read.returncode == 0, read.stderr
     assert STILL_RUNNING not in read.stdout
     assert f"note: {killed}: {table.retried_note(retry_id)}" in " ".join(read.stdout.split())
-    assert _counts(read) | {"s": "-"} == {
+    assert summary_counts(read) | {"s": "-"} == {
         **dict.fromkeys(("files", "lines", "duplicates"), 1),
         **dict.fromkeys(("task", "surface", "quarantined", "blank", "seen"), 0),
         "s": "-",
@@ -1221,7 +1213,7 @@ def test_a_killed_eval_once_retried_is_said_so_and_read_again_only_if_it_changes
     ]
     # Read again, it is the same duplicate, and nothing more is resolved.
     again = pipeline("ingest", inbox, "--lake", lake)
-    assert (_counts(again)["duplicates"], _counts(again)["seen"]) == (1, 0)
+    assert (summary_counts(again)["duplicates"], summary_counts(again)["seen"]) == (1, 0)
     assert _rows(lake, "select count(*) from quarantine_resolved") == [(1,)]
     # The nightly records it as read: the next one does not read it.
     for new in (1, 0):

@@ -4,36 +4,15 @@ over into the retry's log under a new eval id, so under a new run_id, with the s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from pipeline.ingest.batch import build_batch
-from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, dedupe
 from pipeline.jobs.ingest import ingest_locked
-from pipeline.sources.inspect.attempts import run_attempts
-from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
-
-
-def _batch(records: list[dict[str, Any]], indent: list[int | None] | None = None) -> Any:
-    """A batch of ``records``, each written with its ``indent`` (none: one line each)."""
-    spacing = indent or [None] * len(records)
-    frame = pl.DataFrame(
-        {
-            "row_nr": pl.Series(range(len(records)), dtype=pl.UInt32),
-            "source": "f.jsonl",
-            "line": pl.Series(range(1, len(records) + 1), dtype=pl.Int64),
-            "raw": [
-                json.dumps(record, indent=i).replace("\n", "")
-                for record, i in zip(records, spacing, strict=True)
-            ],
-            "problem": pl.Series([None] * len(records), dtype=pl.String),
-        }
-    )
-    return build_batch(Lines(frame=frame, files=["f.jsonl"]), ["exploit"], "b")
+from tests.batches import LANDED_RUNS, batch_of, deduped
 
 
 def _sample(
@@ -45,32 +24,10 @@ def _sample(
     return record
 
 
-LANDED_RUNS = pl.Schema(
-    {"run_id": pl.String, "content_hash": pl.String, "source": pl.String, "line": pl.Int64}
-)
-NOTHING_HELD = pl.DataFrame(
-    schema={"source": pl.String, "line": pl.Int64, "line_end": pl.Int64, "raw": pl.String}
-)
-
-
-def _deduped(
-    batch: Any,
-    landed_runs: Sequence[dict[str, Any]] = (),
-    landed_attempts: Sequence[tuple[str, str, str]] = (),
-) -> Deduped:
-    """``dedupe`` of ``batch`` against a lake holding ``landed_runs`` and, as
-    (attempt, run_id, batch_id), ``landed_attempts``."""
-    runs = pl.DataFrame(list(landed_runs), schema=LANDED_RUNS)
-    landed = pl.DataFrame(list(landed_attempts), schema=LANDED_ATTEMPTS_SCHEMA, orient="row")
-    attempts = Attempts(run_attempts(batch.tables["run_metadata"]), landed)
-    surfaces = pl.DataFrame(schema=LANDED_RUNS)
-    return dedupe(batch, runs, surfaces, NOTHING_HELD, attempts=attempts)
-
-
 def test_an_attempt_seen_earlier_in_the_batch_under_another_run_id_is_a_duplicate(
     task_record: Callable[..., dict[str, Any]],
 ) -> None:
-    batch = _batch(
+    batch = batch_of(
         [
             _sample(task_record, "inspect:E1/1#1", "U1"),
             _sample(task_record, "inspect:E1/2#1", "U2"),
@@ -78,7 +35,7 @@ def test_an_attempt_seen_earlier_in_the_batch_under_another_run_id_is_a_duplicat
             _sample(task_record, "inspect:E2/2#1", "U3"),  # run again: a new attempt
         ]
     )
-    result = _deduped(batch)
+    result = deduped(batch)
     assert result.batch.tables["task_runs"]["run_id"].to_list() == [
         "inspect:E1/1#1",
         "inspect:E1/2#1",
@@ -95,7 +52,7 @@ def test_an_attempt_seen_earlier_in_the_batch_under_another_run_id_is_a_duplicat
 def test_an_attempt_the_lake_holds_under_another_run_id_is_a_duplicate_of_it(
     task_record: Callable[..., dict[str, Any]],
 ) -> None:
-    batch = _batch(
+    batch = batch_of(
         [
             _sample(task_record, "inspect:E2/1#1", "U1"),
             _sample(task_record, "inspect:E2/2#1", "U9"),
@@ -104,7 +61,7 @@ def test_an_attempt_the_lake_holds_under_another_run_id_is_a_duplicate_of_it(
     # run_metadata keeps a value as JSON text, the lake's and the batch's alike.
     named = batch.tables["run_metadata"].filter(pl.col("key") == "inspect.sample_uuid")
     assert named["value"].to_list() == ['"U1"', '"U9"']
-    result = _deduped(batch, landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")])
+    result = deduped(batch, landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")])
     assert result.batch.tables["task_runs"]["run_id"].to_list() == ["inspect:E2/2#1"]
     assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
     assert result.skipped_duplicates == 1
@@ -113,7 +70,7 @@ def test_an_attempt_the_lake_holds_under_another_run_id_is_a_duplicate_of_it(
 def test_the_same_run_id_and_records_without_an_attempt_are_left_to_the_run_id_checks(
     task_record: Callable[..., dict[str, Any]],
 ) -> None:
-    batch = _batch(
+    batch = batch_of(
         [
             _sample(task_record, "inspect:E1/1#1", "U1"),  # the lake holds this very run
             _sample(task_record, "r-1", "U2"),  # not an Inspect run_id: no attempt
@@ -124,7 +81,7 @@ def test_the_same_run_id_and_records_without_an_attempt_are_left_to_the_run_id_c
     first = batch.tables["task_runs"].row(0, named=True)
     landed_runs = [{key: first[key] for key in LANDED_RUNS}]
     landed = [('"U1"', "inspect:E0/1#1", "b0"), ('"U1"', "inspect:E1/1#1", "b1")]
-    result = _deduped(batch, landed_runs, landed)
+    result = deduped(batch, landed_runs, landed)
     assert result.batch.tables["task_runs"]["run_id"].to_list() == ["r-1", "r-2", "r-3"]
     # a plain duplicate of itself (its run_id and content), not of the attempt's first run
     assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
@@ -136,7 +93,7 @@ def test_only_a_non_empty_uuid_is_an_attempt(task_record: Callable[..., dict[str
     records[1]["grade"]["metadata"]["inspect"]["sample_uuid"] = None
     records[2]["grade"]["metadata"]["inspect"]["sample_uuid"] = ""
     records[3]["grade"]["metadata"]["inspect"]["sample_uuid"] = ""
-    result = _deduped(_batch(records))
+    result = deduped(batch_of(records))
     assert result.batch.tables["task_runs"].height == 4
     assert result.skipped_duplicates == 0
 
@@ -146,7 +103,7 @@ def test_an_attempt_whose_first_copy_clashes_lands_from_the_next(
 ) -> None:
     # E1/1#1 landed before with other content: this copy clashes and is quarantined, so
     # the attempt has not landed, and its copy under E2 lands.
-    batch = _batch(
+    batch = batch_of(
         [
             _sample(task_record, "inspect:E1/1#1", "U1"),
             _sample(task_record, "inspect:E2/1#1", "U1"),
@@ -155,7 +112,7 @@ def test_an_attempt_whose_first_copy_clashes_lands_from_the_next(
     landed_runs = [
         {"run_id": "inspect:E1/1#1", "content_hash": "other", "source": "old", "line": 1}
     ]
-    result = _deduped(batch, landed_runs)
+    result = deduped(batch, landed_runs)
     assert result.batch.tables["task_runs"]["run_id"].to_list() == ["inspect:E2/1#1"]
     assert result.batch.quarantine["line"].to_list() == [1]
     assert result.skipped_duplicates == 0
@@ -192,12 +149,12 @@ def test_a_copy_repeats_the_attempts_earliest_run_in_a_lake_that_holds_two(
     task_record: Callable[..., dict[str, Any]],
 ) -> None:
     # A lake written before attempts were deduped may hold one attempt under two run_ids.
-    batch = _batch([_sample(task_record, "inspect:E3/1#1", "U1")])
+    batch = batch_of([_sample(task_record, "inspect:E3/1#1", "U1")])
     landed = [
         ('"U1"', "inspect:E2/1#1", "20261202T000000Z-b"),
         ('"U1"', "inspect:E1/1#1", "20261201T000000Z-a"),
     ]
-    result = _deduped(batch, landed_attempts=landed)
+    result = deduped(batch, landed_attempts=landed)
     assert result.duplicate_rows.select("line", "run_id").rows() == [(1, "inspect:E1/1#1")]
 
 
@@ -207,8 +164,8 @@ def test_a_copy_of_a_carried_over_line_repeats_the_run_it_repeats(
     # The same carried-over record twice, written differently (same run_id and content):
     # both are copies of the run the attempt landed as, never of the first one's run_id.
     carried = _sample(task_record, "inspect:E2/1#1", "U1")
-    batch = _batch([carried, carried], indent=[None, 1])
-    result = _deduped(batch, landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")])
+    batch = batch_of([carried, carried], indent=[None, 1])
+    result = deduped(batch, landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")])
     assert result.batch.tables["task_runs"].is_empty()
     assert result.duplicate_rows.select("line", "run_id").sort("line").rows() == [
         (1, "inspect:E1/1#1"),
@@ -223,7 +180,7 @@ def test_an_attempt_landed_with_other_content_is_its_log_changed_not_a_new_attem
     # version read it while its eval ran): no new attempt to give a run_id. A record without
     # an attempt, or whose run_id the lake holds as another attempt, keeps the advice to give
     # its new attempt its own run_id.
-    batch = _batch(
+    batch = batch_of(
         [
             _sample(task_record, "inspect:E1/1#1", "U1"),
             _sample(task_record, "r-1", None),
@@ -234,7 +191,7 @@ def test_an_attempt_landed_with_other_content_is_its_log_changed_not_a_new_attem
         {"run_id": run_id, "content_hash": "an older text", "source": "old.eval", "line": 3}
         for run_id in ("inspect:E1/1#1", "r-1", "inspect:E1/2#1")
     ]
-    result = _deduped(batch, landed_runs, [('"U1"', "inspect:E1/1#1", "b0")])
+    result = deduped(batch, landed_runs, [('"U1"', "inspect:E1/1#1", "b0")])
     assert result.batch.tables["task_runs"].height == 0
     assert result.batch.quarantine.select("line", "reason").rows() == [
         (

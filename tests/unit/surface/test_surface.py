@@ -843,14 +843,24 @@ def test_many_problems_are_listed_then_counted() -> None:
 
 
 def test_same_run_id_twice_in_a_batch() -> None:
+    # Whether a repeat is a duplicate or a clash depends on the lake (the first may clash
+    # with a run landed before): parsing only sets the repeats apart, for dedupe to judge
+    # (tests/unit/ingest/test_dedupe.py).
     first = report([surface(1500, 2, 150)])
     changed = report([surface(1600, 2, 150)])
     batch = parse(first, json.dumps(first), changed)
     assert batch.runs["line"].to_list() == [1]
-    # line 2 is the same text as line 1 (same content_hash): skipped, counted
-    assert batch.skipped.select("line", "first_line").rows() == [(2, 1)]
-    assert batch.quarantine["line"].to_list() == [3]
-    assert "already appears in this batch at reports.jsonl line 1" in batch.quarantine["reason"][0]
+    assert batch.repeats.schema == batch.runs.schema
+    assert batch.repeats.select("line", "run_id").rows() == [
+        (2, batch.runs["run_id"][0]),
+        (3, batch.runs["run_id"][0]),
+    ]
+    assert batch.repeats["content_hash"].to_list() == [
+        batch.runs["content_hash"][0],  # the same text
+        records(changed)["content_hash"][0],
+    ]
+    assert batch.quarantine.is_empty()
+    # the first report's findings alone: a repeat never lands
     assert batch.findings.height == 1
 
 
@@ -863,8 +873,8 @@ def test_empty_batch() -> None:
     some = parse_reports(records(report([]), {"server": {}, "findings": []}))
     assert some.runs.height == 1 and some.quarantine.height == 1
     for empty, full in zip(
-        (batch.runs, batch.findings, batch.quarantine, batch.skipped),
-        (some.runs, some.findings, some.quarantine, some.skipped),
+        (batch.runs, batch.findings, batch.quarantine, batch.repeats),
+        (some.runs, some.findings, some.quarantine, some.repeats),
         strict=True,
     ):
         assert empty.schema == full.schema
