@@ -58,3 +58,37 @@ def test_a_tool_count_past_int64_quarantines_its_line_and_the_rest_land(tmp_path
         {"server_version": "2", "tool_count": 9223372036854775807},
         {"server_version": "4", "tool_count": 9007199254740993},
     ]
+
+
+@pytest.mark.slow
+def test_a_sum_past_a_double_is_shown_as_mcp_xray_shows_it(tmp_path: Path) -> None:
+    # Two labeled pass rates of -1e308 sum to -inf: selection_robustness = max(0, -inf / 2
+    # * 100) = 0.0, the only dimension measured (noise ran, n = 0), so overall 0.0 and F.
+    # Before, the shown values were 100.0 and the letter A+ beside an overall of 0.
+    labeled = {"mode": "labeled", "pass_rate": -1e308}
+    report = {
+        "generated_at": "2026-12-01T00:00:00+00:00",
+        "server": {"name": "s3", "version": "1"},
+        "coverage": {"ran": ["noise"]},
+        "findings": [
+            {"kind": "selection_error", "target": t, "measurement": labeled} for t in "ab"
+        ],
+    }
+    source = tmp_path / "in" / "inf.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(report))
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", source.parent, "--lake", lake).returncode == 0
+    shown = (
+        "select selection_robustness, selection_robustness_display, overall, overall_display,"
+        " letter from surface_runs"
+    )
+    assert _query(lake, shown) == [
+        {
+            "selection_robustness": 0.0,
+            "selection_robustness_display": 0.0,
+            "overall": 0.0,
+            "overall_display": 0.0,
+            "letter": "F",
+        }
+    ]

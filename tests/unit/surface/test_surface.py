@@ -388,6 +388,55 @@ def test_labeled_selection_robustness_with_distraction(
     assert row["selection_robustness"] == pytest.approx(60.0)
 
 
+# Sums past the largest double are ±inf, as Python's sum gives them in mcp-xray; the shown
+# value then follows its arithmetic (inf / 2 = inf, clamp gives 0 or 1), not NaN. Before,
+# each shown value below was 100.0 and its overall an A+ or A.
+
+
+def test_labeled_pass_rates_summing_to_minus_infinity_show_0_and_f() -> None:
+    # SR: -1e308 + -1e308 = -inf (past -1.8e308); -inf / 2 * 100 = -inf -> max(0, -inf) = 0.0.
+    # Only noise ran and n = 0: SR is the one dimension, overall 0.0 / 0.25 * 0.25 = 0.0, F.
+    row = grade(
+        [
+            finding("selection_error", "a", mode="labeled", pass_rate=-1e308),
+            finding("selection_error", "b", mode="labeled", pass_rate=-1e308),
+        ],
+        ran=("noise",),
+    )
+    assert (row["selection_robustness"], row["selection_robustness_display"]) == (0.0, 0.0)
+    assert (row["overall"], row["overall_display"], row["letter"]) == (0.0, 0.0, "F")
+
+
+def test_fire_rates_summing_to_infinity_take_the_full_distraction_penalty() -> None:
+    # 1.7e308 * 3 sums to inf: clamp(inf / 2) * 40 = 40; SR = 100 - 40 = 60.0 (no labeled,
+    # no proxy). CE, redundancy, SH, DQ 100: overall (0.3 + 0.15 * 3) * 100 + 0.25 * 60
+    # = 75 + 15 = 90.0, A-.
+    row = grade(
+        [surface(1500, 4, 150)]
+        + [finding("distraction", [f"t{i}"], fire_rate=1.7e308) for i in range(3)],
+        ran=WITH_NOISE,
+    )
+    assert (row["selection_robustness"], row["selection_robustness_display"]) == (60.0, 60.0)
+    assert (row["overall_display"], row["letter"]) == (90.0, "A-")
+
+
+def test_injector_tokens_summing_to_infinity_take_the_full_shave() -> None:
+    # I = 1e308 + 1e308 = inf: CE = 100 - clamp(inf / 2000) * 10 = 90.0, here and on the
+    # by_phase row "all". Redundancy, SH, DQ 100: overall (0.3 * 90 + 0.45 * 100) / 0.75
+    # = 72 / 0.75 = 96.0, A.
+    found = [
+        surface(1500, 4, 150),
+        injector("instructions", 1e308),
+        injector("instructions", 1e308),
+    ]
+    row = grade(found)
+    assert (row["context_efficiency"], row["context_efficiency_display"]) == (90.0, 90.0)
+    assert (row["overall_display"], row["letter"]) == (96.0, "A")
+    phase = phases(found).row(0, named=True)
+    assert (phase["phase"], phase["context_efficiency"]) == ("all", 90.0)
+    assert phase["context_efficiency_display"] == 90.0
+
+
 def test_a_negative_tokens_saved_estimate_lands_and_clamps_to_0() -> None:
     # an estimate, not a count: 0.4 + clamp(-5 / 800) * 0.4 = 0.4
     assert severities([finding("merge_candidate", ["a", "b"], tokens_saved_est=-5)]) == [0.4]
