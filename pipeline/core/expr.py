@@ -43,10 +43,12 @@ def true_div(x: IntoExpr, y: IntoExpr) -> pl.Expr:
     Polars divides a column by a scalar as a multiplication by the scalar's reciprocal
     (``3.0 / 10.0`` gives 0.30000000000000004 there), which is one rounding too many for
     values that must equal mcp-xray's to the last bit. Adding ``x * 0.0`` makes the divisor
-    a column of the same value (exact for finite x), and column / column is a true division.
+    a column of the same value, and column / column is a true division. For x = ±inf (a sum
+    past the largest double) or NaN that product is NaN, which would make inf / 2 NaN where
+    Python gives inf; taken as 0 there, it leaves the divisor ``y`` for every x.
     """
     v, d = _expr(x), _expr(y)
-    return v / (v * 0.0 + d)
+    return v / ((v * 0.0).fill_nan(0.0) + d)
 
 
 # Veltkamp's splitter for doubles (2**27 + 1): splits a double into two halves whose

@@ -15,10 +15,10 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.tasks.fields import RUN_ID_MAX_CHARS
+# The JSON types of a number and of an integer (whose text is its digits, exactly) are the
+# task side's: DuckDB's json_type gives no HUGEINT, an integer past UBIGINT is a DOUBLE.
+from pipeline.tasks.fields import INTEGER_TYPES, NUMBER_TYPES, RUN_ID_MAX_CHARS
 
-# The JSON types DuckDB's json_type gives a number.
-NUMERIC_TYPES = ("UBIGINT", "BIGINT", "HUGEINT", "UHUGEINT", "DOUBLE")
 # The column prefix of a whole finding (findings SQL): every finding field lies below it.
 FINDING = "finding"
 # The finding kind whose measurement describes the surface's size (CONTRACT 3 and 5).
@@ -32,7 +32,7 @@ class Expect(Enum):
     NON_EMPTY = "a non-empty string"
     NUMBER = "a finite number"
     NON_NEGATIVE = "a finite number >= 0"
-    COUNT = "a whole number >= 0"
+    COUNT = "a whole number from 0 to 2^63-1"
     BOOL = "true or false"
     OBJECT = "an object"
     ARRAY = "a list"
@@ -189,12 +189,23 @@ def present(name: str) -> pl.Expr:
 def number(name: str) -> pl.Expr:
     """The value as a finite float when its JSON type is a number, else null."""
     num = value_of(name).cast(pl.Float64, strict=False)
-    return pl.when(type_of(name).is_in(NUMERIC_TYPES) & num.is_finite()).then(num)
+    return pl.when(type_of(name).is_in(NUMBER_TYPES) & num.is_finite()).then(num)
 
 
 def count(name: str) -> pl.Expr:
+    """The value as a 64-bit integer when it is a whole number within the 64-bit range,
+    else null (``validate`` then names it; a negative one is checked there).
+
+    An integer literal is read from its digits, never through a double, which would round
+    one above 2^53 (9007199254740993 to ...992). A number with a fraction or an exponent
+    (``10.0``, ``1e2``) is a double: whole when it equals its floor. Out of range (``1e19``,
+    or ``9223372036854775807.0``, which is 2^63 as a double) gives null, not an error: a
+    strict cast fails the whole column, and with it every report in the file.
+    """
+    digits = value_of(name).cast(pl.Int64, strict=False)
     num = number(name)
-    return pl.when(num == num.floor()).then(num).cast(pl.Int64)
+    whole = pl.when(num == num.floor()).then(num).cast(pl.Int64, strict=False)
+    return pl.when(type_of(name).is_in(INTEGER_TYPES)).then(digits).otherwise(whole)
 
 
 def text(name: str) -> pl.Expr:

@@ -388,6 +388,55 @@ def test_labeled_selection_robustness_with_distraction(
     assert row["selection_robustness"] == pytest.approx(60.0)
 
 
+# Sums past the largest double are ±inf, as Python's sum gives them in mcp-xray; the shown
+# value then follows its arithmetic (inf / 2 = inf, clamp gives 0 or 1), not NaN. Before,
+# each shown value below was 100.0 and its overall an A+ or A.
+
+
+def test_labeled_pass_rates_summing_to_minus_infinity_show_0_and_f() -> None:
+    # SR: -1e308 + -1e308 = -inf (past -1.8e308); -inf / 2 * 100 = -inf -> max(0, -inf) = 0.0.
+    # Only noise ran and n = 0: SR is the one dimension, overall 0.0 / 0.25 * 0.25 = 0.0, F.
+    row = grade(
+        [
+            finding("selection_error", "a", mode="labeled", pass_rate=-1e308),
+            finding("selection_error", "b", mode="labeled", pass_rate=-1e308),
+        ],
+        ran=("noise",),
+    )
+    assert (row["selection_robustness"], row["selection_robustness_display"]) == (0.0, 0.0)
+    assert (row["overall"], row["overall_display"], row["letter"]) == (0.0, 0.0, "F")
+
+
+def test_fire_rates_summing_to_infinity_take_the_full_distraction_penalty() -> None:
+    # 1.7e308 * 3 sums to inf: clamp(inf / 2) * 40 = 40; SR = 100 - 40 = 60.0 (no labeled,
+    # no proxy). CE, redundancy, SH, DQ 100: overall (0.3 + 0.15 * 3) * 100 + 0.25 * 60
+    # = 75 + 15 = 90.0, A-.
+    row = grade(
+        [surface(1500, 4, 150)]
+        + [finding("distraction", [f"t{i}"], fire_rate=1.7e308) for i in range(3)],
+        ran=WITH_NOISE,
+    )
+    assert (row["selection_robustness"], row["selection_robustness_display"]) == (60.0, 60.0)
+    assert (row["overall_display"], row["letter"]) == (90.0, "A-")
+
+
+def test_injector_tokens_summing_to_infinity_take_the_full_shave() -> None:
+    # I = 1e308 + 1e308 = inf: CE = 100 - clamp(inf / 2000) * 10 = 90.0, here and on the
+    # by_phase row "all". Redundancy, SH, DQ 100: overall (0.3 * 90 + 0.45 * 100) / 0.75
+    # = 72 / 0.75 = 96.0, A.
+    found = [
+        surface(1500, 4, 150),
+        injector("instructions", 1e308),
+        injector("instructions", 1e308),
+    ]
+    row = grade(found)
+    assert (row["context_efficiency"], row["context_efficiency_display"]) == (90.0, 90.0)
+    assert (row["overall_display"], row["letter"]) == (96.0, "A")
+    phase = phases(found).row(0, named=True)
+    assert (phase["phase"], phase["context_efficiency"]) == ("all", 90.0)
+    assert phase["context_efficiency_display"] == 90.0
+
+
 def test_a_negative_tokens_saved_estimate_lands_and_clamps_to_0() -> None:
     # an estimate, not a count: 0.4 + clamp(-5 / 800) * 0.4 = 0.4
     assert severities([finding("merge_candidate", ["a", "b"], tokens_saved_est=-5)]) == [0.4]
@@ -759,7 +808,7 @@ def test_quarantine_wrong_measurement_types() -> None:
         'findings[0].measurement.share = "0.5": expected a finite number',
         'findings[0].target = ["a",3]: expected a tool name or a list of tool names',
         'findings[0].measurement.wide_union = "yes": expected true or false',
-        "findings[0].measurement.tool_count = -1: expected a whole number >= 0",
+        "findings[0].measurement.tool_count = -1: expected a whole number from 0 to 2^63-1",
         "findings[0].measurement.tokens_per_tool_avg is missing: expected a finite number >= 0",
         "findings[0].measurement.phase is missing: expected a non-empty string",
     ]
@@ -777,6 +826,92 @@ def test_quarantine_non_finite_numbers() -> None:
         "findings[0].measurement.tokens_est = NaN: expected a finite number >= 0",
         "grade.overall = 1e999: expected a finite number",
     ]
+
+
+def tool_counts(server: str, measured: str = "3", version: str = "1.0.0") -> str:
+    """A report whose server.tool_count and surface measurement.tool_count are written as
+    the JSON literals given (json.dumps would respell 1e19 and round 2^63 - 1.0)."""
+    text = json.dumps(report([surface(1500, 1234567, 150)], version=version))
+    return text.replace('"tool_count": 2', f'"tool_count": {server}', 1).replace(
+        '"tool_count": 1234567', f'"tool_count": {measured}', 1
+    )
+
+
+def test_a_tool_count_past_the_64_bit_range_quarantines_its_report_alone() -> None:
+    # Each a whole number no Int64 holds: before, the cast of the column failed and took
+    # every report of the file with it. The value shown is the double as read.
+    past = [
+        tool_counts("1e19", version="a"),
+        tool_counts("1e300", version="b"),
+        tool_counts("18446744073709551615.0", version="c"),
+        # 2^63 - 1 written with a fraction is a double: 9223372036854775808 = 2^63
+        tool_counts("9223372036854775807.0", version="d"),
+        tool_counts("3", measured="1e19", version="e"),
+        # an integer literal past 2^63 - 1 (ingest's reading of the line refuses it first)
+        tool_counts("9223372036854775808", version="f"),
+    ]
+    batch = parse(tool_counts("3", version="ok"), *past)
+    assert batch.runs["server_version"].to_list() == ["ok"]
+    assert batch.quarantine["line"].to_list() == [2, 3, 4, 5, 6, 7]
+    assert batch.quarantine["raw"].to_list() == past
+    expected = "expected a whole number from 0 to 2^63-1"
+    assert batch.quarantine["reason"].to_list() == [
+        f"server.tool_count = 10000000000000000000.0: {expected}",
+        f"server.tool_count = 1e300: {expected}",
+        f"server.tool_count = 18446744073709552000.0: {expected}",
+        f"server.tool_count = 9223372036854776000.0: {expected}",
+        f"findings[0].measurement.tool_count = 10000000000000000000.0: {expected}",
+        f"server.tool_count = 9223372036854775808: {expected}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("server", "measured", "landed"),
+    [
+        # the largest Int64, and 2^53 + 1 (a double rounds it to 2^53): read from the digits
+        ("9223372036854775807", "9007199254740993", (9223372036854775807, 9007199254740993)),
+        # whole doubles: 10.0 = 10, 1e2 = 100, 9.2e18 is a whole double below 2^63, -0.0 = 0
+        ("10.0", "1e2", (10, 100)),
+        ("9.2e18", "-0.0", (9200000000000000000, 0)),
+    ],
+)
+def test_a_whole_tool_count_lands_exactly(
+    server: str, measured: str, landed: tuple[int, int]
+) -> None:
+    batch = parse(tool_counts(server, measured))
+    assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
+    assert (batch.runs["tool_count"].item(), batch.findings["tool_count"].item()) == landed
+
+
+def test_the_largest_tool_count_is_graded() -> None:
+    # n = 2^63 - 1: SH = 100 - clamp(0.6 / n) * 100 = 100 - 6.5e-18 = 100.0 in a double;
+    # CE, SR, DQ 100: overall (30 + 15 + 15 + 15) * 100 / 75 = 100.0, A+
+    row = grade([surface(1500, 2**63 - 1, 150), finding("schema_smell", smell="deep_nesting")])
+    assert row["n_tools"] == 2**63 - 1
+    assert (row["schema_hygiene"], row["schema_hygiene_display"]) == (100.0, 100.0)
+    assert (row["overall_display"], row["letter"]) == (100.0, "A+")
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    st.lists(
+        st.integers(-(2**63), 2**64 - 1).map(str)
+        | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+        | st.integers(-(2**63), 2**63).map(lambda k: f"{k}.0"),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_a_tool_count_lands_as_the_whole_number_it_is_or_is_refused(literals: list[str]) -> None:
+    # A JSON number lands as a count when it is a whole number from 0 to 2^63 - 1: an
+    # integer literal exactly, one with a fraction or exponent as the double it is.
+    batch = parse(*(tool_counts(x, version=str(i)) for i, x in enumerate(literals)))
+    landed = dict(zip(batch.runs["server_version"], batch.runs["tool_count"], strict=True))
+    for i, x in enumerate(literals):
+        value = int(x) if x.lstrip("-").isdigit() else float(x)
+        whole = value == int(value) and 0 <= int(value) <= 2**63 - 1
+        assert landed.get(str(i)) == (int(value) if whole else None), x
+    assert batch.runs.height + batch.quarantine.height == len(literals)
 
 
 def test_a_stored_severity_of_any_value_lands_and_is_not_used() -> None:

@@ -14,6 +14,7 @@ server name, a server with no tools).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -31,6 +32,7 @@ from schemas.surface import DIMENSIONS, SurfaceFindingScore, SurfaceRun, Surface
 from tests.examples import examples
 from tests.paths import FIXTURES
 from tests.surface_records import CE1_SH3, surface_records
+from tools.simulate import xray_reference as xray
 
 DEFAULT = parse_rubric({})
 EXPECTED = json.loads((FIXTURES / "mcp-xray-expected.json").read_text())["reports"]
@@ -100,11 +102,40 @@ def test_with_py_round_equals_python_round(xs: list[float], decimals: int) -> No
 
 @settings(max_examples=examples(200), deadline=None)
 @given(
-    xs=st.lists(st.floats(-1e12, 1e12, allow_nan=False), min_size=1, max_size=30),
-    divisor=st.sampled_from([3.0, 10.0, 450.0, 800.0, 1000.0, 2000.0, 10500.0, 7.0]),
+    # the scores' range, and every double (±inf: a sum past the largest one)
+    xs=st.lists(
+        st.floats(-1e12, 1e12, allow_nan=False) | st.floats(allow_nan=False),
+        min_size=1,
+        max_size=30,
+    ),
+    divisor=st.sampled_from([3.0, 10.0, 450.0, 800.0, 1000.0, 2000.0, 10500.0, 7.0, 0.5]),
 )
 def test_true_div_equals_python_division(xs: list[float], divisor: float) -> None:
     assert one(true_div(pl.col("x"), divisor), x=xs) == [x / divisor for x in xs]
+
+
+@pytest.mark.parametrize(
+    ("x", "divisor", "quotient"),
+    [
+        # inf * 0.0 is NaN: a divisor made of it gave inf / 2 = NaN, and the shown dimension
+        # built on it 100.0 (NaN sorts above every number in Polars)
+        (math.inf, 2.0, math.inf),
+        (-math.inf, 2.0, -math.inf),
+        (-math.inf, 450.0, -math.inf),
+        (1.7e308, 0.5, math.inf),  # overflows, as 1.7e308 / 0.5 does in Python
+        (3.0, 10.0, 0.3),
+        (0.0, 7.0, 0.0),
+    ],
+)
+def test_true_div_by_hand(x: float, divisor: float, quotient: float) -> None:
+    assert one(true_div(pl.col("x"), divisor), x=[x]) == [quotient]
+    assert one(true_div(pl.col("x"), pl.col("d")), x=[x], d=[divisor]) == [quotient]
+    assert x / divisor == quotient
+
+
+def test_true_div_keeps_nan_and_null() -> None:
+    got = one(true_div(pl.col("x"), 2.0), x=[math.nan, None])
+    assert math.isnan(got[0]) and got[1] is None
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -286,3 +317,101 @@ def test_rounding_stages_hold_under_a_rubric_that_is_not_mcp_xrays() -> None:
     )
     assert (row["overall_display"], row["letter"]) == (77.5, "C+")
     assert math.isclose(row["overall"], 77.5)
+
+
+# --------------------------------------------- numbers at the ends of a double, as mcp-xray
+
+_ANY = st.floats(allow_nan=False, allow_infinity=False)
+# Values whose sums overflow: two of them pass the largest double (1.8e308).
+_HUGE = st.sampled_from([1.7e308, 1e308, -1e308, -1.7e308])
+_NOT_NEGATIVE = st.floats(0.0, 1.7e308) | st.sampled_from([1e308, 1.7e308])
+
+
+def _xray_finding(kind: str, target: Any = "a", /, **measurement: Any) -> dict[str, Any]:
+    return {"probe": "t", "kind": kind, "target": target, "measurement": measurement}
+
+
+_EXTREME_FINDINGS = st.one_of(
+    st.builds(
+        lambda tokens, n, per_tool: _xray_finding(
+            "token_cost",
+            ["a"],
+            scope="surface",
+            tokens=tokens,
+            tool_count=n,
+            tokens_per_tool_avg=per_tool,
+        ),
+        _NOT_NEGATIVE,
+        st.integers(0, 2**63 - 1),
+        _NOT_NEGATIVE,
+    ),
+    # a pass rate at most 1 keeps mcp-xray's uncapped labeled mean within 100 (the pipeline
+    # caps it there, README "Ranges"), so every shown value can be mcp-xray's own
+    st.builds(
+        lambda rate: _xray_finding("selection_error", mode="labeled", pass_rate=rate),
+        st.floats(max_value=1.0, allow_nan=False, allow_infinity=False)
+        | _HUGE.filter(lambda x: x < 0),
+    ),
+    st.builds(
+        lambda rate: _xray_finding("selection_error", mode="confusability_proxy", pass_rate=rate),
+        _ANY | _HUGE,
+    ),
+    st.builds(lambda rate: _xray_finding("distraction", fire_rate=rate), _ANY | _HUGE),
+    st.builds(
+        lambda tokens: _xray_finding("hidden_injector", kind="instructions", tokens_est=tokens),
+        _NOT_NEGATIVE,
+    ),
+    st.builds(
+        lambda saved: _xray_finding("merge_candidate", ["a", "b"], tokens_saved_est=saved),
+        _ANY | _HUGE,
+    ),
+    st.builds(lambda share: _xray_finding("token_cost", scope="tool", share=share), _ANY | _HUGE),
+    st.builds(
+        lambda smell: _xray_finding("schema_smell", smell=smell),
+        st.sampled_from(["missing_description", "deep_nesting"]),
+    ),
+)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_EXTREME_FINDINGS, max_size=6),
+            st.sets(st.sampled_from(["static_hygiene", "consolidate", "noise"])),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_sums_past_a_double_show_what_mcp_xray_shows(
+    reports: list[tuple[list[dict[str, Any]], set[str]]],
+) -> None:
+    # Python's sums give ±inf there, and its clamp 0 or 1: each shown dimension, the overall
+    # and the letter are mcp-xray's (its grading, ported in tools/simulate/xray_reference),
+    # and a shown value is a number in [0, 100], never NaN.
+    texts = [
+        json.dumps(
+            {
+                "generated_at": "2026-12-03T10:00:00+00:00",
+                "server": {"name": f"s{i}", "version": "1"},
+                "coverage": {"ran": sorted(ran)},
+                "findings": findings,
+            }
+        )
+        for i, (findings, ran) in enumerate(reports)
+    ]
+    batch = parse_reports(_records(texts, [f"r{i}" for i in range(len(texts))]))
+    assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
+    scoring = score_surfaces(batch.runs.lazy(), batch.findings.lazy(), DEFAULT)
+    scores = checked(SurfaceScore, scoring.runs.collect()).join(
+        batch.runs.select("run_id", "server"), on="run_id"
+    )
+    for row in scores.iter_rows(named=True):
+        findings, ran = reports[int(row["server"][1:])]
+        expected = xray.grade(copy.deepcopy(findings), sorted(ran))
+        shown = {d: row[f"{d}_display"] for d in DIMENSIONS}
+        assert shown == {d: s["score"] for d, s in expected["subscores"].items()}
+        assert (row["overall_display"], row["letter"]) == (expected["overall"], expected["letter"])
+        for value in (*shown.values(), row["overall_display"]):
+            assert value is None or 0.0 <= value <= 100.0
