@@ -56,7 +56,7 @@ class When:
 class Field:
     """One field: ``name`` is its column prefix in the SQL output, ``path`` its JSON path.
 
-    A field is checked only where each field above it on its path is an object and
+    A field is checked only where each field above it on its path is an object and every
     ``when`` holds. ``expect`` None: read, and checked by a rule of its own or by none.
     """
 
@@ -64,15 +64,22 @@ class Field:
     path: str
     expect: Expect | None
     required: bool | When = False
-    when: When | None = None
+    when: tuple[When, ...] = ()
     max_chars: int | None = None
 
 
 def _measured(
-    key: str, expect: Expect, kind: str, required: bool | When = False, name: str = ""
+    key: str,
+    expect: Expect,
+    kind: str,
+    required: bool | When = False,
+    name: str = "",
+    scope: When | None = None,
 ) -> Field:
-    """``measurement.<key>``, checked on findings of ``kind`` (column prefix ``m_<key>``)."""
-    return Field(name or f"m_{key}", f"measurement.{key}", expect, required, When("kind", (kind,)))
+    """``measurement.<key>``, checked on findings of ``kind`` (column prefix ``m_<key>``),
+    and of those, when given, only on the ``scope`` whose formula reads it."""
+    when = (When("kind", (kind,)), *(() if scope is None else (scope,)))
+    return Field(name or f"m_{key}", f"measurement.{key}", expect, required, when)
 
 
 def _at(path: str, expect: Expect | None, **rules: Any) -> Field:
@@ -123,11 +130,13 @@ FINDING_FIELDS = (
     _at("severity", None),
     _at("confidence", Expect.NUMBER),
     _measured("scope", Expect.STRING, TOKEN_COST),
-    _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
-    _measured("tool_count", Expect.COUNT, TOKEN_COST, _SIZED),
-    _measured("tokens_per_tool_avg", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED),
+    # Read for a surface or phase scope only (the dimension, by_phase); on another scope
+    # (a tool's) only share is, and these are informational there.
+    _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED, scope=_SIZED),
+    _measured("tool_count", Expect.COUNT, TOKEN_COST, _SIZED, scope=_SIZED),
+    _measured("tokens_per_tool_avg", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED, scope=_SIZED),
     _measured("share", Expect.NUMBER, TOKEN_COST),
-    _measured("phase", Expect.NON_EMPTY, TOKEN_COST, _PHASE),
+    _measured("phase", Expect.NON_EMPTY, TOKEN_COST, _PHASE, scope=_PHASE),
     _measured("worst_phase", Expect.STRING, TOKEN_COST),
     _measured("smell", Expect.STRING, "schema_smell"),
     _measured("tokens_saved_est", Expect.NUMBER, "merge_candidate"),

@@ -90,7 +90,8 @@ def _applies(fields: Sequence[Field], field: Field) -> pl.Expr:
     """Checked where every field above it is an object (a wrong type is one problem, not
     one per key below it) and its ``when`` holds."""
     above = [type_of(name) == "OBJECT" for name in parents(fields, field)]
-    return pl.all_horizontal([*above, _condition(field.when)]).fill_null(False)
+    conditions = [*above, *(_condition(when) for when in field.when)]
+    return pl.all_horizontal([pl.lit(True), *conditions]).fill_null(False)
 
 
 def _problem(fields: Sequence[Field], field: Field, where: pl.Expr) -> pl.Expr | None:

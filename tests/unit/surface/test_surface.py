@@ -814,6 +814,25 @@ def test_quarantine_wrong_measurement_types() -> None:
     ]
 
 
+def test_a_size_is_checked_only_on_the_scope_whose_formula_reads_it() -> None:
+    # CONTRACT 3 reads tokens, tool_count and tokens_per_tool_avg of a surface (or phase)
+    # token_cost only, and a phase of a phase one; on a tool's, only share: the rest is
+    # informational there, and lands as null when it is not a number.
+    tool = finding("token_cost", scope="tool", share=0.2, tokens="n/a", tool_count=-1, phase=7)
+    tool["measurement"]["tokens_per_tool_avg"] = "x"
+    other = finding("duplicate", ["a", "b"], scope="surface", tokens="n/a")
+    batch = parse(report([tool, other]))
+    assert batch.quarantine.is_empty(), batch.quarantine["reason"].to_list()
+    landed = batch.findings.sort("finding_index")
+    assert landed.select("share", "tokens", "tool_count", "tokens_per_tool_avg", "phase").row(
+        0
+    ) == (0.2, None, -1, None, None)  # as reported where a whole number, else null
+    assert severities([tool]) == [pytest.approx(0.6)]  # clamp(0.2 x 3)
+    assert reasons(report([finding("token_cost", scope="tool", share="0.2")])) == [
+        'findings[0].measurement.share = "0.2": expected a finite number'
+    ]
+
+
 def test_quarantine_non_finite_numbers() -> None:
     text = json.dumps(report([injector("instructions", 1.0, "s")])).replace(
         '"tokens_est": 1.0', '"tokens_est": NaN'
