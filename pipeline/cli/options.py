@@ -129,10 +129,10 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it (and why
-    an input given was not read: a symbolic link, not a regular file)."""
+    an input given was not read: a symbolic link, not a regular file, a lake)."""
     from importlib.util import find_spec
 
-    from pipeline.sources.discover import INPUT_SUFFIXES, scan_inputs
+    from pipeline.sources.discover import INPUT_SUFFIXES, LAKE_SKIPPED, scan_inputs
     from pipeline.sources.inspect.columns import MISSING_EXTRA
     from pipeline.sources.inspect.extract import is_inspect_log
 
@@ -143,7 +143,12 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
         scanned = scan_inputs([given], lake)
         if not scanned.files:
             suffixes = ", ".join("*" + s for s in INPUT_SUFFIXES)
-            why = [note for note in scanned.skipped if note.startswith(f"{given}: ")]
+            # The input's own note, and the lakes below it (a folder holding only a lake).
+            why = [
+                note
+                for note in scanned.skipped
+                if note.startswith(f"{given}: ") or note.endswith(LAKE_SKIPPED)
+            ]
             raise usage_error(
                 f"no input files ({suffixes}) in {given}" + "".join(f"; {w}" for w in why)
             )

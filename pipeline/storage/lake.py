@@ -99,10 +99,20 @@ LAKE_MARKER = Path("_state") / "lake.json"
 LEGACY_SIGNS = ("_parts", "_state", "warehouse.duckdb")
 
 
-def is_lake(path: Path) -> bool:
+def lake_sign(path: Path) -> str | None:
+    """What makes ``path`` a lake, as a message names it (None: it is not one)."""
     if not path.is_dir():
-        return False
-    return (path / LAKE_MARKER).is_file() or any((path / s).exists() for s in LEGACY_SIGNS)
+        return None
+    if (path / LAKE_MARKER).is_file():
+        return str(LAKE_MARKER)
+    for sign in LEGACY_SIGNS:
+        if (path / sign).exists():
+            return sign if "." in sign else f"{sign}/"
+    return None
+
+
+def is_lake(path: Path) -> bool:
+    return lake_sign(path) is not None
 
 
 # Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake path

@@ -467,6 +467,72 @@ def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
     assert (report.files, report.lines_read, report.quarantined) == (1, 2, 2)
 
 
+LAKE_SKIPPED = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+
+
+def quarantined_sources(lake: Path) -> list[str]:
+    con = connect_read_only(lake)
+    try:
+        return [row[0] for row in con.execute("select source from quarantine").fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_a_folder_given_as_input_yields_no_file_of_any_lake_inside_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    inside = data / "lake"
+    # A lake with state, manifests and a rubric's score inputs: JSON files all.
+    assert (
+        cli("run", str(tasks(data / "in" / "a.jsonl", "a1", "a2")), "--lake", str(inside))[0] == 0
+    )
+    assert list(inside.rglob("*.json"))
+    other = tmp_path / "other"
+    code, out = cli("ingest", str(data), "--lake", str(other))
+    assert code == 0, out
+    assert f"note: {inside}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}" in out
+    assert out.splitlines()[3].split()[:3] == ["1", "2", "2"]  # files, lines, task runs
+    assert quarantined_sources(other) == []
+    # The lake written to is skipped the same way, and says so.
+    code, out = cli("ingest", str(data), "--lake", str(inside))
+    assert code == 0, out
+    assert f"note: {inside}: the lake --lake names, {LAKE_SKIPPED}" in out
+    assert quarantined_sources(inside) == []
+    # A folder that is a lake names no input: exit 2, saying why.
+    code, out = cli("ingest", str(inside), "--lake", str(other))
+    assert code == 2
+    assert f"no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {inside}; " in out
+    assert f"{inside}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}" in out
+    # A file named by its path is read wherever it is (and is no record: quarantined).
+    marker = inside / "_state" / "lake.json"
+    assert cli("ingest", str(marker), "--lake", str(other))[0] == 0
+    assert quarantined_sources(other) == [str(marker.resolve())]
+
+
+@pytest.mark.slow
+def test_a_nightly_inbox_holding_a_copied_lake_reads_the_inbox_files_only(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    first = tmp_path / "first"
+    assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(first))[0] == 0
+    inbox = tmp_path / "inbox"
+    tasks(inbox / "b.jsonl", "b1")
+    shutil.copytree(first, inbox / "oldlake")
+    lake = tmp_path / "lake"
+    assert cli("ingest", str(tasks(tmp_path / "c.jsonl", "c1")), "--lake", str(lake))[0] == 0
+    note = f"note: {inbox / 'oldlake'}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}"
+    for night in (1, 2):
+        # The copied lake's state changes with it, so it had been new, and quarantined, nightly.
+        (inbox / "oldlake" / "_state" / "ledger.json").write_text(json.dumps({str(night): {}}))
+        code, out = cli("nightly", "--inbox", str(inbox), "--lake", str(lake))
+        assert code == 0, out
+        assert note in out
+        assert quarantined_sources(lake) == []
+    assert count(lake, "select count(*) from task_runs") == 2
+
+
 # --- schema news in the run and nightly summaries ----------------------------------------
 
 
