@@ -147,7 +147,7 @@ def compare(
         raise usage_error(f"--baseline and --candidate are both {baseline}: nothing to compare")
     if html is not None and html.is_dir():
         raise usage_error(f"--html names a folder, not a file to write: {html}")
-    lake_or_exit(lake)
+    lake_or_exit(lake, warehouse_will_do=True)
     from pipeline import compare as cmp
     from pipeline.compare import render
 
@@ -172,7 +172,7 @@ def history(
     as_json: JsonOption = False,
 ) -> None:
     """Every version of an agent in order, each step's verdict against the one before."""
-    lake_or_exit(lake)
+    lake_or_exit(lake, warehouse_will_do=True)
     from pipeline import compare as cmp
     from pipeline.compare import render
 

@@ -119,9 +119,10 @@ def settings_or_exit(**flags: int | None) -> Settings:
         raise usage_error(str(exc), label="bad setting") from exc
 
 
-def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
-    """A lake that exists (or, for run and ingest, may be created there), else exit 2."""
-    problem = not_a_lake(lake, may_create=may_create)
+def lake_or_exit(lake: Path, *, may_create: bool = False, warehouse_will_do: bool = False) -> Path:
+    """A lake that exists (or, for run and ingest, may be created there; for a command that
+    reads only the warehouse, a folder holding a copied warehouse.duckdb), else exit 2."""
+    problem = not_a_lake(lake, may_create=may_create, warehouse_will_do=warehouse_will_do)
     if problem:
         raise usage_error(problem)
     return lake

@@ -228,6 +228,74 @@ def test_run_and_ingest_refuse_a_lake_that_is_a_file_or_a_foreign_folder(
     assert (empty / "_state" / "lake.json").is_file()
 
 
+NOT_COPY_READERS = [
+    ["check"],
+    ["run", "{source}"],
+    ["ingest", "{source}"],
+    ["score"],
+    ["score", "--dry-run"],
+    ["nightly", "--inbox", "{inbox}"],
+    ["replay-quarantine"],
+    ["rescore-diff", "--from", "default", "--to", "default"],
+]
+
+
+@pytest.mark.slow
+def test_a_copied_warehouse_is_read_by_the_readers_and_refused_by_every_other_command(
+    sample_lake: Path, tmp_path: Path
+) -> None:
+    import hashlib
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "warehouse.duckdb").write_bytes((sample_lake / "warehouse.duckdb").read_bytes())
+    runs = count(sample_lake, "select count(*) from task_runs")
+
+    def held() -> list[tuple[str, str]]:
+        return [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in copy.iterdir()]
+
+    before = held()
+    code, out = cli("query", "select count(*) from task_runs", "--csv", "--lake", str(copy))
+    assert (code, out.split()) == (0, ["count_star()", str(runs)])
+    for reader in (
+        ["history", "--agent", "atlas"],
+        ["compare", "--agent", "atlas", "--baseline", "1.3.0", "--candidate", "1.4.0"],
+        ["surface-diff", "--server", "weather-kit"],
+    ):
+        code, out = cli(*reader, "--lake", str(copy))
+        assert code == 0, out
+    source = tasks(tmp_path / "in" / "a.jsonl", "a1")
+    for command in NOT_COPY_READERS:
+        args = [a.format(source=source, inbox=source.parent) for a in command]
+        code, out = cli(*args, "--lake", str(copy))
+        # One line saying what the folder is and what to give instead; check no longer says
+        # "all invariants hold", and an ingest had replaced the copy's runs with its own.
+        assert code == 2, (command, out)
+        (line,) = out.strip().splitlines()
+        assert line.startswith(f"usage: --lake {copy} holds a warehouse.duckdb but no lake"), line
+        assert "give the lake's folder or a copy of all of it" in line
+        assert "all invariants hold" not in out
+        assert held() == before, command
+
+
+@pytest.mark.slow
+def test_a_lake_made_before_the_marker_is_still_a_lake_and_gets_the_marker(
+    sample_lake_copy: Path, tmp_path: Path
+) -> None:
+    lake = sample_lake_copy
+    (lake / "_state" / "lake.json").unlink()
+    runs = count(lake, "select count(*) from task_runs")
+    for reading in (["check"], ["query", "select 1"]):
+        code, out = cli(*reading, "--lake", str(lake))
+        assert code == 0, (reading, out)
+    assert not (lake / "_state" / "lake.json").exists()  # these read, and write nothing
+    code, out = cli("ingest", str(tasks(tmp_path / "b.jsonl", "b1")), "--lake", str(lake))
+    assert code == 0, out
+    assert (lake / "_state" / "lake.json").is_file()
+    assert count(lake, "select count(*) from task_runs") == runs + 1
+    assert cli("check", "--lake", str(lake))[0] == 0
+
+
 # --- Every flag works or is refused ------------------------------------------------------
 
 

@@ -95,6 +95,23 @@ def test_a_folder_that_is_a_lake_or_inside_the_lake_yields_nothing_but_its_files
     assert scan_inputs([state]).files == [state.resolve()]
 
 
+def test_a_folder_with_a_copied_warehouse_is_no_lake_its_inputs_are_read(tmp_path: Path) -> None:
+    # warehouse.duckdb is copied anywhere to be read: beside it, inputs are inputs. Beside a
+    # landed table's folder it is a lake the pipeline made before the other signs existed.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "warehouse.duckdb").write_bytes(b"")
+    kept = _touch(tmp_path / "in" / "a.jsonl")
+    (tmp_path / "in" / "early").mkdir()
+    (tmp_path / "in" / "early" / "warehouse.duckdb").write_bytes(b"")
+    _touch(tmp_path / "in" / "early" / "task_runs" / "x.json")
+    scanned = scan_inputs([tmp_path / "in"])
+    assert scanned.files == [kept.resolve()]
+    assert scanned.skipped == [
+        f"{tmp_path / 'in' / 'early'}: a lake (it holds warehouse.duckdb and task_runs/), "
+        + LAKE_NOTE
+    ]
+
+
 def test_a_missing_input_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no such input: .*nope\.jsonl"):
         scan_inputs([tmp_path / "nope.jsonl"])
