@@ -119,9 +119,10 @@ def settings_or_exit(**flags: int | None) -> Settings:
         raise usage_error(str(exc), label="bad setting") from exc
 
 
-def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
-    """A lake that exists (or, for run and ingest, may be created there), else exit 2."""
-    problem = not_a_lake(lake, may_create=may_create)
+def lake_or_exit(lake: Path, *, may_create: bool = False, warehouse_will_do: bool = False) -> Path:
+    """A lake that exists (or, for run and ingest, may be created there; for a command that
+    reads only the warehouse, a folder holding a copied warehouse.duckdb), else exit 2."""
+    problem = not_a_lake(lake, may_create=may_create, warehouse_will_do=warehouse_will_do)
     if problem:
         raise usage_error(problem)
     return lake
@@ -129,8 +130,8 @@ def lake_or_exit(lake: Path, *, may_create: bool = False) -> Path:
 
 def warehouse_or_exit(lake: Path) -> Path:
     """A lake with a warehouse to read, else exit 2 (as ``query`` does), saying what builds
-    it."""
-    lake_or_exit(lake)
+    it. A folder holding a copied warehouse.duckdb alone will do."""
+    lake_or_exit(lake, warehouse_will_do=True)
     from pipeline.warehouse import WarehouseError, existing_warehouse
 
     try:
@@ -142,10 +143,10 @@ def warehouse_or_exit(lake: Path) -> Path:
 
 def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     """Every INPUT exists and names at least one input file, else exit 2 naming it (and why
-    an input given was not read: a symbolic link, not a regular file)."""
+    an input given was not read: a symbolic link, not a regular file, a lake)."""
     from importlib.util import find_spec
 
-    from pipeline.sources.discover import INPUT_SUFFIXES, scan_inputs
+    from pipeline.sources.discover import INPUT_SUFFIXES, LAKE_SKIPPED, scan_inputs
     from pipeline.sources.inspect.columns import MISSING_EXTRA
     from pipeline.sources.inspect.extract import is_inspect_log
 
@@ -156,7 +157,12 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
         scanned = scan_inputs([given], lake)
         if not scanned.files:
             suffixes = ", ".join("*" + s for s in INPUT_SUFFIXES)
-            why = [note for note in scanned.skipped if note.startswith(f"{given}: ")]
+            # The input's own note, and the lakes below it (a folder holding only a lake).
+            why = [
+                note
+                for note in scanned.skipped
+                if note.startswith(f"{given}: ") or note.endswith(LAKE_SKIPPED)
+            ]
             raise usage_error(
                 f"no input files ({suffixes}) in {given}" + "".join(f"; {w}" for w in why)
             )

@@ -207,7 +207,7 @@ def query(
     standard input (-)."""
     chosen = _query_format(output, as_json, as_csv)
     settings = settings_or_exit()
-    lake_or_exit(lake)
+    lake_or_exit(lake, warehouse_will_do=True)
     if sql == STDIN_SQL:  # after the checks: a wrong --lake is said before any wait
         sql = _stdin_sql()
     from pipeline.warehouse import WarehouseError

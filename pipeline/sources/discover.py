@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.sources.inspect.extract import is_inspect_index
-from pipeline.storage.lake import InputError
+from pipeline.storage.lake import InputError, lake_sign
 
 # .eval: Inspect AI logs (a .json file may be one too: told apart by its first bytes).
 INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".eval")
@@ -26,9 +26,31 @@ def _skip_note(path: Path, why: str) -> str:
     return f"{path}: {why}, skipped unread (only regular files inside the input folder are read)"
 
 
-def _scan_folder(folder: Path) -> Inputs:
+# Ends every note of a lake left out of a folder's files (how the CLI finds them among notes).
+LAKE_SKIPPED = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+
+
+def _lake_skipped(folder: Path, own: Path | None) -> str | None:
+    """The note for ``folder`` when it is a lake (the one the command writes, or any other),
+    else None.
+
+    A lake's state, manifests and score inputs are JSON: read as input, each would be
+    quarantined as a bad record, and the nightly would find them changed (so new) every night.
+    """
+    where = folder.resolve()
+    if own is not None and where.is_relative_to(own):
+        what = "the lake --lake names" if where == own else "inside the lake --lake names"
+        return f"{folder}: {what}, {LAKE_SKIPPED}"
+    sign = lake_sign(folder)
+    if sign is None:
+        return None
+    return f"{folder}: a lake (it holds {sign}), {LAKE_SKIPPED}"
+
+
+def _scan_folder(folder: Path, own: Path | None) -> Inputs:
     """Regular input files below ``folder`` whose real path lies inside it; links never followed,
-    and the indexes Inspect's eval_set writes beside its logs left out (they are no logs).
+    and the indexes Inspect's eval_set writes beside its logs left out (they are no logs), and
+    so are lakes (the ``own`` one, where the command writes, and any other) with all below them.
 
     A link in an inbox could otherwise copy any file the pipeline's user can read
     into the quarantine, where every analyst reads it.
@@ -36,6 +58,9 @@ def _scan_folder(folder: Path) -> Inputs:
     root = folder.resolve()
     files: list[Path] = []
     skipped: list[str] = []
+    lake = _lake_skipped(folder, own)
+    if lake is not None:
+        return Inputs(files=[], skipped=[lake])
 
     def unlisted(exc: OSError) -> None:
         # A folder the system will not let us list holds files we cannot name: say so.
@@ -44,9 +69,16 @@ def _scan_folder(folder: Path) -> Inputs:
 
     for top, dirs, names in os.walk(folder, onerror=unlisted):
         here = Path(top)
+        walked = []
         for name in sorted(dirs):
             if (here / name).is_symlink():
                 skipped.append(_skip_note(here / name, "a symbolic link to a folder"))
+            elif (lake := _lake_skipped(here / name, own)) is not None:
+                skipped.append(lake)
+            else:
+                walked.append(name)
+        # os.walk descends into what is left in ``dirs`` (links it never follows).
+        dirs[:] = walked
         for name in names:
             path = here / name
             if path.is_symlink():
@@ -80,8 +112,9 @@ def scan_inputs(
 
     Symbolic links (given, or met in a folder) and anything else that is not a regular file
     or a folder are skipped with a note, never read. Each file is resolved, and named once
-    however many inputs name it; a folder that holds the ``lake`` does not give the lake's
-    own files (its state is JSON). An input that does not exist is refused, unless the
+    however many inputs name it; a folder gives no file of a lake (the ``lake`` written to,
+    or any other: a copied lake in an inbox), each lake left out with a note. A file given
+    by its path is read wherever it is. An input that does not exist is refused, unless the
     inputs were ``discovered`` by a scan of this command (a nightly's inbox): one gone
     since is read, and quarantined whole as unreadable, like a file that vanishes later.
     """
@@ -92,12 +125,8 @@ def scan_inputs(
         if item.is_symlink():
             skipped.append(_skip_note(item, "a symbolic link"))
         elif item.is_dir():
-            found = _scan_folder(item)
-            files.extend(
-                p
-                for p in (f.resolve() for f in found.files)
-                if own is None or not p.is_relative_to(own)
-            )
+            found = _scan_folder(item, own)
+            files.extend(f.resolve() for f in found.files)
             skipped.extend(found.skipped)
         elif item.is_file() or (discovered and not item.exists()):
             files.append(item.resolve())

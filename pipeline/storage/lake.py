@@ -95,14 +95,42 @@ class InputError(ValueError):
 
 # Written when a lake is created: what tells a lake from any other folder.
 LAKE_MARKER = Path("_state") / "lake.json"
-# What a lake made before the marker existed holds (any one of them).
-LEGACY_SIGNS = ("_parts", "_state", "warehouse.duckdb")
+# What a lake made before the marker existed holds (any one of them): every command that
+# landed or scored wrote one of them.
+LEGACY_SIGNS = ("_parts", "_state")
+WAREHOUSE_FILE = "warehouse.duckdb"
+
+
+def lake_sign(path: Path) -> str | None:
+    """What makes ``path`` a lake, as a message names it (None: it is not one).
+
+    A warehouse.duckdb alone is no sign: it is one self-contained file, copied anywhere to be
+    read, and a folder holding only such a copy has no lake behind it (a command that writes
+    would build a new warehouse over it). Beside a landed table's folder it is a lake the
+    pipeline made before the other signs existed.
+    """
+    if not path.is_dir():
+        return None
+    if (path / LAKE_MARKER).is_file():
+        return str(LAKE_MARKER)
+    for sign in LEGACY_SIGNS:
+        if (path / sign).exists():
+            return f"{sign}/"
+    if (path / WAREHOUSE_FILE).is_file():
+        for table in LANDED_TABLES:
+            if (path / table).is_dir():
+                return f"{WAREHOUSE_FILE} and {table}/"
+    return None
 
 
 def is_lake(path: Path) -> bool:
-    if not path.is_dir():
-        return False
-    return (path / LAKE_MARKER).is_file() or any((path / s).exists() for s in LEGACY_SIGNS)
+    return lake_sign(path) is not None
+
+
+def is_copied_warehouse(path: Path) -> bool:
+    """A folder holding a warehouse.duckdb and no lake: a copy of a lake's warehouse, which
+    can be read but not written to (its rows are in no lake here)."""
+    return (path / WAREHOUSE_FILE).is_file() and not is_lake(path)
 
 
 # Characters DuckDB's read_parquet expands as a glob even in a list of paths: a lake path
@@ -127,18 +155,35 @@ def command_on(lake: Path, words: str) -> str:
     return f"`python -m pipeline {words} --lake {shlex.quote(str(lake))}`"
 
 
-def not_a_lake(path: Path, *, may_create: bool) -> str | None:
+def copied_warehouse_problem(path: Path, *, may_create: bool = False) -> str:
+    """Why a command that needs the lake refuses a folder holding only a copied warehouse."""
+    new_lake = ", or a new or empty folder for a new lake" if may_create else ""
+    query = command_on(path, 'query "SQL"')
+    return (
+        f"--lake {path} holds a {WAREHOUSE_FILE} but no lake (no {LAKE_MARKER}, _parts/ or "
+        "_state/): a copied warehouse, read as it is by query, compare, history and "
+        f"surface-diff ({query}); this command needs the lake "
+        f"itself: give the lake's folder or a copy of all of it{new_lake} (a command that "
+        "writes would build a new warehouse over this one)"
+    )
+
+
+def not_a_lake(path: Path, *, may_create: bool, warehouse_will_do: bool = False) -> str | None:
     """Why ``path`` cannot serve as a lake (None when it can).
 
     A command that only reads or rescores needs a lake that exists; run and
     ingest may create one, in a new or empty folder, never inside a folder
-    that holds other things.
+    that holds other things. A folder holding a copied warehouse and no lake serves only
+    the commands that read the warehouse alone (``warehouse_will_do``): any other would
+    check, rescore or build over rows no lake here holds.
     """
     problem = lake_path_problem(path)
     if problem:
         return problem
     if is_lake(path):
         return None
+    if is_copied_warehouse(path):
+        return None if warehouse_will_do else copied_warehouse_problem(path, may_create=may_create)
     if path.exists() and not path.is_dir():
         return f"--lake {path} is a file, not a lake folder"
     if not may_create:
@@ -306,6 +351,9 @@ def scan_files(files: list[Path], schema: pl.Schema) -> pl.LazyFrame:
 @contextlib.contextmanager
 def lake_lock(lake: Path) -> Iterator[None]:
     """One writer at a time: a second run refuses at once instead of waiting."""
+    if is_copied_warehouse(lake):
+        # Marked, it would pass for a new lake, and the next build would replace the copy.
+        raise InputError(copied_warehouse_problem(lake))
     lake.mkdir(parents=True, exist_ok=True)
     _mark_lake(lake)
     lock_file = lake / ".lock"

@@ -13,8 +13,9 @@ naming the file and what was done:
   a lineage that lacks the current rubric gets it;
 - the current rubric is the one the warehouse was built with, taken from lineage, also when
   the file is gone while the warehouse shows a rubric (the defaults would undo an analyst's
-  change); when neither knows it, the file is removed, so the next scoring rescores every
-  part under the rubric it is given;
+  change); when that cannot be (no warehouse names a rubric, or lineage lacks the one it
+  names), a broken file is removed and a missing one left missing, so the next scoring
+  rescores every part under the rubric it is given;
 - the names file is removed: the next ingest lists them again from the lake's history.
 """
 
@@ -149,7 +150,8 @@ def needed_repairs(lake: Path) -> Repairs:
     lineage, lineage_why = _problem(lake, RUBRICS, _is_lineage)
     # The rubric the warehouse shows, read only when the current one is gone or broken.
     built = built_rubric_id(lake) if current is None else None
-    if current is None and current_why is None and built is not None:
+    missing = current is None and current_why is None and built is not None
+    if missing:
         # Gone while the warehouse still shows a rubric: the lake had one. Restored like a
         # broken file, never replaced by the defaults (that would undo an analyst's rubric).
         current_why = f"{lk.state_path(lake, CURRENT_RUBRIC)} is missing"
@@ -180,12 +182,21 @@ def needed_repairs(lake: Path) -> Repairs:
                 Finding(CURRENT_RUBRIC, current_why, f"restored as rubric {built}, the warehouse's")
             )
         else:
-            deletes.append(target)
+            # A broken file goes; a missing one has nothing to remove (the note had said
+            # "is missing; removed"). Why it cannot be restored: the warehouse names no
+            # rubric, or lineage lacks the content of the one it names.
+            if not missing:
+                deletes.append(target)
+            why_not = (
+                f"lineage does not hold rubric {built}, the warehouse's"
+                if built
+                else "the warehouse names no rubric"
+            )
             repairs.found.append(
                 Finding(
                     CURRENT_RUBRIC,
                     current_why,
-                    "removed (neither the warehouse nor lineage names it)",
+                    f"{'left missing' if missing else 'removed'} ({why_not})",
                     "the next scoring rescores every part under the rubric it is given",
                 )
             )

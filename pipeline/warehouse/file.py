@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from pipeline.core.sql import sql_text
+from pipeline.storage.lake import WAREHOUSE_FILE
 
 # DuckDB is imported where a file is opened (see pipeline/core/sql.py).
 if TYPE_CHECKING:
     import duckdb
 
-WAREHOUSE_NAME = "warehouse.duckdb"
+# Named with the lake's layout, which tells a lake from a copied warehouse by it.
+WAREHOUSE_NAME = WAREHOUSE_FILE
 # An older storage format than DuckDB 2.0's default, so that DuckDB 1.4.0 and later open the
 # file, among them the `duckdb` command `pip install duckdb-cli` gives (1.5.x reads format
 # numbers 64..68 only; this one is 67). Tests open it with duckdb-cli 1.5.

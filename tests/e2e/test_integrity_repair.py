@@ -255,6 +255,24 @@ def test_a_current_rubric_nothing_else_names_is_removed_and_everything_rescored(
 
 
 @pytest.mark.slow
+def test_a_missing_current_rubric_lineage_cannot_restore_is_said_left_missing(
+    sample_lake_copy: Path, sample_runs: int
+) -> None:
+    # Lineage gone too: the warehouse names its rubric, whose content nothing holds now.
+    lake, runs = sample_lake_copy, sample_runs
+    (lake / "_state" / "current_rubric.json").unlink()
+    (lake / "_state" / "rubrics.json").unlink()
+    code, output = invoke("score", "--lake", str(lake))
+    assert code == 0, output
+    note = next(line for line in output.splitlines() if "current_rubric.json" in line)
+    # Not "is missing; removed (neither the warehouse nor lineage names it)".
+    assert "is missing; left missing (lineage does not hold rubric sha256:" in note
+    assert "the warehouse's)" in note and "removed" not in note
+    assert _task_runs_count(lake) == runs
+    assert invoke("check", "--lake", str(lake))[0] == 0
+
+
+@pytest.mark.slow
 def test_a_broken_ledger_is_named_and_reset_and_nightly_loses_nothing(tmp_path: Path) -> None:
     inbox, lake, runs = _after_a_nightly(tmp_path)
     ledger = lake / "_state" / "ledger.json"

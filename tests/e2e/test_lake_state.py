@@ -228,6 +228,74 @@ def test_run_and_ingest_refuse_a_lake_that_is_a_file_or_a_foreign_folder(
     assert (empty / "_state" / "lake.json").is_file()
 
 
+NOT_COPY_READERS = [
+    ["check"],
+    ["run", "{source}"],
+    ["ingest", "{source}"],
+    ["score"],
+    ["score", "--dry-run"],
+    ["nightly", "--inbox", "{inbox}"],
+    ["replay-quarantine"],
+    ["rescore-diff", "--from", "default", "--to", "default"],
+]
+
+
+@pytest.mark.slow
+def test_a_copied_warehouse_is_read_by_the_readers_and_refused_by_every_other_command(
+    sample_lake: Path, tmp_path: Path
+) -> None:
+    import hashlib
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "warehouse.duckdb").write_bytes((sample_lake / "warehouse.duckdb").read_bytes())
+    runs = count(sample_lake, "select count(*) from task_runs")
+
+    def held() -> list[tuple[str, str]]:
+        return [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in copy.iterdir()]
+
+    before = held()
+    code, out = cli("query", "select count(*) from task_runs", "--csv", "--lake", str(copy))
+    assert (code, out.split()) == (0, ["count_star()", str(runs)])
+    for reader in (
+        ["history", "--agent", "atlas"],
+        ["compare", "--agent", "atlas", "--baseline", "1.3.0", "--candidate", "1.4.0"],
+        ["surface-diff", "--server", "weather-kit"],
+    ):
+        code, out = cli(*reader, "--lake", str(copy))
+        assert code == 0, out
+    source = tasks(tmp_path / "in" / "a.jsonl", "a1")
+    for command in NOT_COPY_READERS:
+        args = [a.format(source=source, inbox=source.parent) for a in command]
+        code, out = cli(*args, "--lake", str(copy))
+        # One line saying what the folder is and what to give instead; check no longer says
+        # "all invariants hold", and an ingest had replaced the copy's runs with its own.
+        assert code == 2, (command, out)
+        (line,) = out.strip().splitlines()
+        assert line.startswith(f"usage: --lake {copy} holds a warehouse.duckdb but no lake"), line
+        assert "give the lake's folder or a copy of all of it" in line
+        assert "all invariants hold" not in out
+        assert held() == before, command
+
+
+@pytest.mark.slow
+def test_a_lake_made_before_the_marker_is_still_a_lake_and_gets_the_marker(
+    sample_lake_copy: Path, tmp_path: Path
+) -> None:
+    lake = sample_lake_copy
+    (lake / "_state" / "lake.json").unlink()
+    runs = count(lake, "select count(*) from task_runs")
+    for reading in (["check"], ["query", "select 1"]):
+        code, out = cli(*reading, "--lake", str(lake))
+        assert code == 0, (reading, out)
+    assert not (lake / "_state" / "lake.json").exists()  # these read, and write nothing
+    code, out = cli("ingest", str(tasks(tmp_path / "b.jsonl", "b1")), "--lake", str(lake))
+    assert code == 0, out
+    assert (lake / "_state" / "lake.json").is_file()
+    assert count(lake, "select count(*) from task_runs") == runs + 1
+    assert cli("check", "--lake", str(lake))[0] == 0
+
+
 # --- Every flag works or is refused ------------------------------------------------------
 
 
@@ -465,6 +533,72 @@ def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
     source = write(tmp_path / "in" / "a.jsonl", ["garbage", fuzz_line("f1")])
     report = jobs.ingest([source, tmp_path / "in" / "." / "a.jsonl", tmp_path / "in"], lake)
     assert (report.files, report.lines_read, report.quarantined) == (1, 2, 2)
+
+
+LAKE_SKIPPED = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+
+
+def quarantined_sources(lake: Path) -> list[str]:
+    con = connect_read_only(lake)
+    try:
+        return [row[0] for row in con.execute("select source from quarantine").fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_a_folder_given_as_input_yields_no_file_of_any_lake_inside_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    inside = data / "lake"
+    # A lake with state, manifests and a rubric's score inputs: JSON files all.
+    assert (
+        cli("run", str(tasks(data / "in" / "a.jsonl", "a1", "a2")), "--lake", str(inside))[0] == 0
+    )
+    assert list(inside.rglob("*.json"))
+    other = tmp_path / "other"
+    code, out = cli("ingest", str(data), "--lake", str(other))
+    assert code == 0, out
+    assert f"note: {inside}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}" in out
+    assert out.splitlines()[3].split()[:3] == ["1", "2", "2"]  # files, lines, task runs
+    assert quarantined_sources(other) == []
+    # The lake written to is skipped the same way, and says so.
+    code, out = cli("ingest", str(data), "--lake", str(inside))
+    assert code == 0, out
+    assert f"note: {inside}: the lake --lake names, {LAKE_SKIPPED}" in out
+    assert quarantined_sources(inside) == []
+    # A folder that is a lake names no input: exit 2, saying why.
+    code, out = cli("ingest", str(inside), "--lake", str(other))
+    assert code == 2
+    assert f"no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {inside}; " in out
+    assert f"{inside}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}" in out
+    # A file named by its path is read wherever it is (and is no record: quarantined).
+    marker = inside / "_state" / "lake.json"
+    assert cli("ingest", str(marker), "--lake", str(other))[0] == 0
+    assert quarantined_sources(other) == [str(marker.resolve())]
+
+
+@pytest.mark.slow
+def test_a_nightly_inbox_holding_a_copied_lake_reads_the_inbox_files_only(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    first = tmp_path / "first"
+    assert cli("run", str(tasks(tmp_path / "a.jsonl", "a1")), "--lake", str(first))[0] == 0
+    inbox = tmp_path / "inbox"
+    tasks(inbox / "b.jsonl", "b1")
+    shutil.copytree(first, inbox / "oldlake")
+    lake = tmp_path / "lake"
+    assert cli("ingest", str(tasks(tmp_path / "c.jsonl", "c1")), "--lake", str(lake))[0] == 0
+    note = f"note: {inbox / 'oldlake'}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}"
+    for night in (1, 2):
+        # The copied lake's state changes with it, so it had been new, and quarantined, nightly.
+        (inbox / "oldlake" / "_state" / "ledger.json").write_text(json.dumps({str(night): {}}))
+        code, out = cli("nightly", "--inbox", str(inbox), "--lake", str(lake))
+        assert code == 0, out
+        assert note in out
+        assert quarantined_sources(lake) == []
+    assert count(lake, "select count(*) from task_runs") == 2
 
 
 # --- schema news in the run and nightly summaries ----------------------------------------

@@ -49,6 +49,69 @@ def test_a_file_named_twice_is_read_once_and_the_lake_is_not_an_input(tmp_path: 
     assert files == [a.resolve()]
 
 
+LAKE_NOTE = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+
+
+def test_every_lake_in_a_folder_is_skipped_with_a_note_not_only_the_one_written(
+    tmp_path: Path,
+) -> None:
+    inbox = tmp_path / "inbox"
+    kept = _touch(inbox / "a.jsonl")
+    deeper = _touch(inbox / "sub" / "b.jsonl")
+    # A copied lake (its state, manifests and score inputs are JSON), and lakes made before
+    # the marker existed, known by their _parts/ or _state/ folder, one of them deeper down.
+    _touch(inbox / "oldlake" / "_state" / "lake.json")
+    _touch(inbox / "oldlake" / "_state" / "ledger.json")
+    _touch(inbox / "oldlake" / "_parts" / "p.json")
+    _touch(inbox / "oldlake" / "scores" / "k" / "version_regressions" / "all.inputs.json")
+    _touch(inbox / "oldlake" / "inbox" / "c.jsonl")  # below a lake is the lake's
+    _touch(inbox / "sub" / "legacy" / "_parts" / "p.json")
+    _touch(inbox / "state_only" / "_state" / "current_rubric.json")
+    _touch(inbox / "own" / "_state" / "lake.json")
+    scanned = scan_inputs([inbox], lake=inbox / "own")
+    assert scanned.files == [kept.resolve(), deeper.resolve()]
+    assert scanned.skipped == [
+        f"{inbox / 'oldlake'}: a lake (it holds _state/lake.json), {LAKE_NOTE}",
+        f"{inbox / 'own'}: the lake --lake names, {LAKE_NOTE}",
+        f"{inbox / 'state_only'}: a lake (it holds _state/), {LAKE_NOTE}",
+        f"{inbox / 'sub' / 'legacy'}: a lake (it holds _parts/), {LAKE_NOTE}",
+    ]
+
+
+def test_a_folder_that_is_a_lake_or_inside_the_lake_yields_nothing_but_its_files_by_path_do(
+    tmp_path: Path,
+) -> None:
+    state = _touch(tmp_path / "old" / "_state" / "lake.json")
+    _touch(tmp_path / "own" / "_state" / "lake.json")
+    own_inbox = _touch(tmp_path / "own" / "inbox" / "a.jsonl").parent
+    scanned = scan_inputs([tmp_path / "old", own_inbox], lake=tmp_path / "own")
+    assert scanned.files == []
+    assert scanned.skipped == [
+        f"{tmp_path / 'old'}: a lake (it holds _state/lake.json), {LAKE_NOTE}",
+        f"{own_inbox}: inside the lake --lake names, {LAKE_NOTE}",
+    ]
+    # A file named by its path is read whatever its name and wherever it is (the README's
+    # "a file named explicitly is read whatever its name").
+    assert scan_inputs([state]).files == [state.resolve()]
+
+
+def test_a_folder_with_a_copied_warehouse_is_no_lake_its_inputs_are_read(tmp_path: Path) -> None:
+    # warehouse.duckdb is copied anywhere to be read: beside it, inputs are inputs. Beside a
+    # landed table's folder it is a lake the pipeline made before the other signs existed.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "warehouse.duckdb").write_bytes(b"")
+    kept = _touch(tmp_path / "in" / "a.jsonl")
+    (tmp_path / "in" / "early").mkdir()
+    (tmp_path / "in" / "early" / "warehouse.duckdb").write_bytes(b"")
+    _touch(tmp_path / "in" / "early" / "task_runs" / "x.json")
+    scanned = scan_inputs([tmp_path / "in"])
+    assert scanned.files == [kept.resolve()]
+    assert scanned.skipped == [
+        f"{tmp_path / 'in' / 'early'}: a lake (it holds warehouse.duckdb and task_runs/), "
+        + LAKE_NOTE
+    ]
+
+
 def test_a_missing_input_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no such input: .*nope\.jsonl"):
         scan_inputs([tmp_path / "nope.jsonl"])
