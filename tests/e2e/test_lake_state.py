@@ -561,10 +561,10 @@ def test_a_folder_given_as_input_yields_no_file_of_any_lake_inside_it(tmp_path: 
     assert f"note: {inside}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}" in out
     assert out.splitlines()[3].split()[:3] == ["1", "2", "2"]  # files, lines, task runs
     assert quarantined_sources(other) == []
-    # The lake written to is skipped the same way, and says so.
+    # The lake written to is skipped too, without a note (a nightly would repeat it).
     code, out = cli("ingest", str(data), "--lake", str(inside))
     assert code == 0, out
-    assert f"note: {inside}: the lake --lake names, {LAKE_SKIPPED}" in out
+    assert str(inside) not in out
     assert quarantined_sources(inside) == []
     # A folder that is a lake names no input: exit 2, saying why.
     code, out = cli("ingest", str(inside), "--lake", str(other))
