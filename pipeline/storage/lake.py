@@ -109,12 +109,25 @@ def lake_sign(path: Path) -> str | None:
     would build a new warehouse over it). Beside a landed table's folder it is a lake the
     pipeline made before the other signs existed.
     """
+    try:
+        return _sign(path)
+    except OSError:
+        # A folder the system will not let us look into is no lake we know of: a folder
+        # walk says it could not list it (a nightly must not fail on it every night).
+        return None
+
+
+def _sign(path: Path) -> str | None:
     if not path.is_dir():
         return None
     if (path / LAKE_MARKER).is_file():
         return str(LAKE_MARKER)
     for sign in LEGACY_SIGNS:
-        if (path / sign).exists():
+        # The folder as the pipeline wrote it (manifests, state files), not any folder of
+        # that name: an input folder may hold an empty _state/ of its own.
+        if (path / sign).is_dir() and any(
+            entry.suffix == ".json" and entry.is_file() for entry in (path / sign).iterdir()
+        ):
             return f"{sign}/"
     if (path / WAREHOUSE_FILE).is_file():
         for table in LANDED_TABLES:
@@ -161,7 +174,8 @@ def copied_warehouse_problem(path: Path, *, may_create: bool = False) -> str:
     query = command_on(path, 'query "SQL"')
     return (
         f"--lake {path} holds a {WAREHOUSE_FILE} but no lake (no {LAKE_MARKER}, _parts/ or "
-        "_state/): a copied warehouse, read as it is by query, compare, history and "
+        "_state/ of manifests or state files, no landed table's folder): a copied warehouse, "
+        "read as it is by query, compare, history and "
         f"surface-diff ({query}); this command needs the lake "
         f"itself: give the lake's folder or a copy of all of it{new_lake} (a command that "
         "writes would build a new warehouse over this one)"

@@ -131,14 +131,23 @@ def test_a_folder_that_cannot_be_listed_is_named_in_a_note(
     (tmp_path / "locked").mkdir()
     (tmp_path / "locked" / "h.jsonl").write_text("{}\n")
     (tmp_path / "ok.jsonl").write_text("{}\n")
-    listed = os.scandir
+    listed, stat = os.scandir, os.stat
 
     def scandir(path: Any) -> Any:
         if Path(path).name == "locked":
             raise PermissionError(13, "Permission denied", str(path))
         return listed(path)
 
+    def stat_of(path: Any, *args: Any, **kwargs: Any) -> Any:
+        # As in a folder of mode 000: nothing in it can be looked at either (a lake's signs
+        # are looked for in every folder; pathlib's is_file raises on EACCES, and the walk
+        # had failed the whole ingest, and every nightly, with a PermissionError).
+        if Path(path).parent.name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, *args, **kwargs)
+
     monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "stat", stat_of)
     found = scan_inputs([tmp_path])
     assert found.files == [(tmp_path / "ok.jsonl").resolve()]
     assert found.skipped == [

@@ -28,7 +28,7 @@ def _folder(root: Path, *entries: str) -> Path:
     [
         (["_state/lake.json"], "_state/lake.json"),
         # Lakes made before the marker: every command that landed or scored wrote one.
-        (["_parts/"], "_parts/"),
+        (["_parts/p.json"], "_parts/"),
         (["_state/current_rubric.json"], "_state/"),
         # The earliest, from before _parts/: the warehouse beside what it was built from.
         (["warehouse.duckdb", "task_runs/"], "warehouse.duckdb and task_runs/"),
@@ -42,6 +42,24 @@ def test_a_lake_is_known_by_its_marker_or_an_older_lakes_signs(
     assert lk.lake_sign(lake) == sign
     assert lk.is_lake(lake) and not lk.is_copied_warehouse(lake)
     assert lk.not_a_lake(lake, may_create=False) is None
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        ["_state/"],
+        ["_parts/"],
+        ["_parts"],
+        ["_state/notes.txt"],
+        ["_parts/p.json/"],
+        ["task_runs/"],
+    ],
+)
+def test_a_folder_merely_named_like_a_sign_is_no_lake(tmp_path: Path, entries: list[str]) -> None:
+    # An input folder may hold an empty _state/ or a file named _parts of its own: taken for
+    # a lake, its inputs would be left unread, every night in an inbox.
+    folder = _folder(tmp_path / "inputs", *entries)
+    assert lk.lake_sign(folder) is None
 
 
 def test_a_folder_holding_only_a_warehouse_is_a_copied_warehouse_not_a_lake(
