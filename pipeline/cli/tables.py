@@ -50,24 +50,25 @@ def _widths(console: Console, cell: RenderableType) -> tuple[int, int]:
         return measured.minimum, measured.maximum
     lines = text.splitlines() or [""]
     want = max(cell_len(line) for line in lines)
-    words = text.split()
-    if _is_interval(text, words):
-        # One value: split over two lines, its upper bound sat beside the next column's
-        # number and read as the interval's ("[-0.026,  0.1123" over "+0.240]").
-        return want, want
     need = 0
-    for word in words:
-        width = cell_len(word)
-        need = max(need, width if _NUMBER.match(word) else min(width, TEXT_WORD_CAP))
+    for line in lines:
+        if _is_interval(line):
+            # One value: split over two lines, its upper bound sat beside the next column's
+            # number and read as the interval's ("[-0.026,  0.1123" over "+0.240]").
+            need = max(need, cell_len(line.strip()))
+            continue
+        for word in line.split():
+            width = cell_len(word)
+            need = max(need, width if _NUMBER.match(word) else min(width, TEXT_WORD_CAP))
     return need, want
 
 
-def _is_interval(text: str, words: Sequence[str]) -> bool:
-    """``[low, high]`` (or parenthesized): two numbers in brackets, on one line."""
+def _is_interval(line: str) -> bool:
+    """``[low, high]`` (or parenthesized): two numbers in brackets, the line's all."""
+    words = line.split()
     return (
         len(words) == 2
-        and text.startswith(("[", "("))
-        and "\n" not in text
+        and line.lstrip().startswith(("[", "("))
         and all(_NUMBER.match(word) for word in words)
     )
 

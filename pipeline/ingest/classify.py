@@ -25,7 +25,9 @@ STRING_LITERAL = r'"(?:[^"\\]|\\.)*"'
 TRAILING_COMMA = r",\s*[\]}]"
 # A \uD800-\uDFFF escape names half of a UTF-16 pair, no character: one outside a pair
 # (what Python's json.dumps writes for a lone surrogate) is valid by JSON's grammar, but
-# DuckDB's reader refuses the line. Pairs are taken out first (no look-ahead in Polars).
+# DuckDB's reader refuses the line. Escaped backslashes ("C:\\ud800dir" is a backslash and
+# text) and pairs are taken out first (no look-ahead in Polars).
+ESCAPED_BACKSLASH = r"\\\\"
 SURROGATE_PAIR = r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 SURROGATE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
 NOT_JSON = "not valid JSON (the line does not parse)"
@@ -140,7 +142,9 @@ def trailing_commas(candidates: pl.DataFrame, json_rows: pl.DataFrame) -> pl.Dat
 def lone_surrogates(candidates: pl.DataFrame, json_rows: pl.DataFrame) -> pl.DataFrame:
     """The lines that do not parse and hold a surrogate escape outside a pair (row_nr,
     lone_surrogate); only lines that do not parse are looked at."""
-    unpaired = pl.col("raw").str.replace_all(SURROGATE_PAIR, "")
+    unpaired = (
+        pl.col("raw").str.replace_all(ESCAPED_BACKSLASH, "").str.replace_all(SURROGATE_PAIR, "")
+    )
     return _flagged(
         candidates.join(json_rows, on="row_nr", how="anti"),
         "lone_surrogate",

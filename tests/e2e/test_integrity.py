@@ -212,14 +212,20 @@ def test_half_a_surrogate_pair_is_named_as_what_keeps_the_line_out(tmp_path: Pat
             ("r4", "a \\ud800 b"),
         )
     ]
+    # A plain syntax error beside an escaped backslash and "ud800" is only that.
+    lines.append(json.dumps(dict(record("r5"), note="C:\\ud800dir"))[:-1] + ' "x"}')
     report, lake = ingest_lines(tmp_path, lines)
-    assert (report.landed_task_runs, report.quarantined) == (2, 2)
+    assert (report.landed_task_runs, report.quarantined) == (2, 3)
     half = (
         "not valid JSON (the line does not parse): it holds a \\u escape of half a UTF-16 "
         "surrogate pair without the other half, which names no character (write the "
         "character itself, or its pair)"
     )
-    assert reasons_by_line(lake) == {1: half, 3: half}
+    assert reasons_by_line(lake) == {
+        1: half,
+        3: half,
+        5: "not valid JSON (the line does not parse)",
+    }
 
 
 def _patch(run_id: str, sizes: dict[str, float]) -> dict[str, Any]:

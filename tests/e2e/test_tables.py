@@ -51,9 +51,13 @@ def _random_table(rng: random.Random, columns: int, rows: int) -> tuple[Table, l
                 numbers.append(cell)
             elif kind < 0.7:
                 low, high = sorted(rng.uniform(-1, 1) for _ in range(2))
-                cell = f"[{low:+.3f}, {high:+.3f}]"
+                interval = f"[{low:+.3f}, {high:+.3f}]"
                 numbers += [f"{low:+.3f}", f"{high:+.3f}"]
-                intervals.append(cell)
+                intervals.append(interval)
+                # Alone, or under its value (history's steps, the version metrics).
+                cell = interval if rng.random() < 0.5 else f"{low + high:+.3f}\n{interval}"
+                if "\n" in cell:
+                    numbers.append(f"{low + high:+.3f}")
             else:
                 cell = " ".join(rng.choice(["regression", "patch", "a", "paired_t"]) for _ in "ab")
             cells.append(cell)
@@ -76,6 +80,24 @@ def test_no_number_is_ever_cut_at_any_width(seed: int) -> None:
     # column's number and read as the interval's.
     for interval in intervals:
         assert interval in text, (interval, width)
+
+
+@pytest.mark.parametrize("width", range(40, 120, 4))
+def test_an_interval_under_its_value_stays_on_one_line(width: int) -> None:
+    # history's steps and the version metrics show a value over its interval; the interval
+    # had been split at 48-76 columns (and at 130 in `history`).
+    table = Table("version", "mean", "step", "verdict", "note")
+    for i in range(3):
+        table.add_row(
+            f"1.{i}.0",
+            "0.4123\n[0.3012, 0.5234]",
+            "+0.018\n[-0.013, +0.049]",
+            "no_change",
+            "a somewhat long note about this step",
+        )
+    text = _render(table, width)
+    assert "[-0.013, +0.049]" in text and "[0.3012, 0.5234]" in text, text
+    assert max(len(line) for line in text.splitlines()) <= width
 
 
 def test_a_number_wider_than_the_space_beside_the_names_gets_the_whole_width() -> None:
