@@ -163,6 +163,83 @@ def _dedupe_runs(
     return kept, skipped, clashes
 
 
+OTHER_KIND_CLASH = "{} run_id '{}' is already a {}'s (from {}); give each run its own run_id"
+OTHER_KIND_SCHEMA = pl.Schema(
+    {
+        "row_nr": pl.UInt32,
+        "source": pl.String,
+        "line": pl.Int64,
+        "reason": pl.String,
+        "raw": pl.String,
+        "record_kind": pl.String,
+    }
+)
+
+
+def _across_kinds(
+    runs: dict[str, pl.DataFrame], landed: dict[str, pl.DataFrame]
+) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+    """The runs each kind keeps once a run_id held by a run of the other kind (landed, or
+    kept earlier in the batch) is refused, and those clashes (row_nr, source, line, reason,
+    raw, record_kind). Each kind's own copies are judged before (``_dedupe_runs``)."""
+    kinds = {"task_runs": "task", "surface_runs": "surface"}
+    if any(runs[table].is_empty() and landed[table].is_empty() for table in kinds):
+        # One kind only (nearly every chunk): nothing to clash with.
+        return runs, pl.DataFrame(schema=OTHER_KIND_SCHEMA)
+    held = pl.concat(
+        [
+            frame.select("run_id", "row_nr", "source", "line", kind=pl.lit(kinds[table]))
+            for table, frame in runs.items()
+        ]
+        + [
+            # Landed before the batch: before every row of it (a null row_nr sorts first).
+            frame.select(
+                "run_id",
+                pl.lit(None, pl.UInt32).alias("row_nr"),
+                "source",
+                "line",
+                kind=pl.lit(kinds[table]),
+            )
+            for table, frame in landed.items()
+        ]
+    )
+    first = held.sort("row_nr", nulls_last=False).unique(
+        "run_id", keep="first", maintain_order=True
+    )
+    kept: dict[str, pl.DataFrame] = {}
+    clashes: list[pl.DataFrame] = []
+    for table, frame in runs.items():
+        marked = frame.join(
+            first.select(
+                "run_id",
+                first_kind="kind",
+                first_at=pl.format("{}:{}", pl.col("source"), pl.col("line")),
+            ),
+            on="run_id",
+        )
+        other = pl.col("first_kind") != kinds[table]
+        kept[table] = marked.filter(~other).select(frame.columns)
+        clashes.append(
+            marked.filter(other).select(
+                "row_nr",
+                "source",
+                "line",
+                reason=pl.format(
+                    OTHER_KIND_CLASH,
+                    pl.lit(kinds[table]),
+                    pl.col("run_id"),
+                    pl.when(pl.col("first_kind") == "task")
+                    .then(pl.lit("task grade"))
+                    .otherwise(pl.lit("surface report")),
+                    pl.col("first_at"),
+                ),
+                raw="record",
+                record_kind=pl.lit(kinds[table]),
+            )
+        )
+    return kept, pl.concat(clashes)
+
+
 def dedupe(
     batch: Batch,
     landed_tasks: pl.DataFrame,
@@ -200,6 +277,11 @@ def dedupe(
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
         batch.tables["surface_runs"], landed_surfaces, "surface"
     )
+    kept, other_kind = _across_kinds(
+        {"task_runs": task_runs, "surface_runs": surface_runs},
+        {"task_runs": landed_tasks, "surface_runs": landed_surfaces},
+    )
+    task_runs, surface_runs = kept["task_runs"], kept["surface_runs"]
     task_rows = task_runs.select("row_nr")
     surface_rows = surface_runs.select("row_nr")
     tables = {
@@ -217,6 +299,7 @@ def dedupe(
         [
             task_clash.with_columns(record_kind=pl.lit("task")),
             surface_clash.with_columns(record_kind=pl.lit("surface")),
+            other_kind,
         ]
     ).select(line_rows(batch.batch_id))
     # An exact copy of a clashing line, later in the chunk, clashes as it does: it was

@@ -47,7 +47,8 @@ def earlier_runs(
     index: dict[str, LandedIndex] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """What ``dedupe`` compares ``batch``'s runs with: the task and surface runs already
-    landed (or staged by ``tx``) under a run_id of the batch.
+    landed (or staged by ``tx``) under a run_id of the batch, of either kind (a run_id is
+    one run's, whether a task grade or a report).
 
     The scans filter as they read, so an ingest holds what matches one chunk, never the
     whole history: at 10M landed runs their provenance alone is ~1.4 GiB. With an
@@ -55,8 +56,12 @@ def earlier_runs(
     chunk of new runs reads nothing.
     """
 
+    wanted = pl.concat(
+        [batch.tables[table]["run_id"] for table in ("task_runs", "surface_runs")]
+    ).unique()
+
     def runs(table: str) -> pl.DataFrame:
-        run_ids = batch.tables[table]["run_id"].unique()
+        run_ids = wanted
         if index is not None:
             run_ids = index[table].may_hold(run_ids)
         if run_ids.is_empty():

@@ -256,6 +256,28 @@ def test_copies_of_a_landed_run_in_later_chunks_are_judged_against_the_landed_ru
 
 
 @pytest.mark.slow
+def test_a_run_id_landed_as_a_report_is_refused_to_a_task_grade(tmp_path: Path) -> None:
+    # One run_id, one run: a task grade under a report's run_id had landed beside it, in a
+    # later ingest or in the same one, and check then failed ("landed more than once").
+    (tmp_path / "report.json").write_text(json.dumps(SMALL_REPORT))
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", lines_of(record(SMALL_REPORT_RUN_ID)))
+    lake, together = tmp_path / "lake", tmp_path / "together"
+    assert pipeline("ingest", tmp_path / "report.json", "--lake", lake).returncode == 0
+    later = pipeline("ingest", tasks, "--lake", lake)
+    both = pipeline("ingest", tmp_path / "report.json", tasks, "--lake", together)
+    for done, surface in ((later, 0), (both, 1)):
+        counts = summary_counts(done)
+        assert (counts["surface"], counts["task"], counts["quarantined"]) == (surface, 0, 1)
+    for landed in (lake, together):
+        assert quarantine(landed)["reason"].to_list() == [
+            f"task run_id '{SMALL_REPORT_RUN_ID}' is already a surface report's (from "
+            f"{(tmp_path / 'report.json').resolve()}:1); give each run its own run_id"
+        ]
+        checked = pipeline("check", "--lake", landed)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.slow
 def test_later_chunks_dedupe_against_earlier_chunks_of_the_same_ingest(tmp_path: Path) -> None:
     # A chunk of 1 byte holds one line: each line is compared with what the chunks before
     # it staged (not yet in the lake) as well as with the lake.

@@ -101,3 +101,35 @@ def test_copies_of_a_new_report_run_id_are_judged_against_the_first_which_lands(
     findings = result.batch.tables["surface_findings"]
     assert findings.select("row_nr", "run_id", "kind").rows() == [(0, REPORT_RUN_ID, "duplicate")]
     assert result.skipped_duplicates == 1
+
+
+OTHER_KIND = "{} run_id '{}' is already a {}'s (from {}); give each run its own run_id"
+
+
+def test_a_run_id_is_one_runs_whether_a_task_grade_or_a_report(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # A task grade under a run_id the lake holds as a report (and the reverse) had landed
+    # beside it: check then failed with "run_id landed more than once".
+    task = task_record(REPORT_RUN_ID, "exploit", {"defect_matching": 1.0})
+    landed_report = [landed_as(batch_of([REPORT]), "surface_runs", "old.jsonl", 1)]
+    result = deduped(batch_of([task]), landed_surfaces=landed_report)
+    assert _places(result) == {"landed": [], "quarantined": [1], "duplicates": []}
+    assert result.batch.quarantine["reason"].to_list() == [
+        OTHER_KIND.format("task", REPORT_RUN_ID, "surface report", "old.jsonl:1")
+    ]
+    assert result.batch.tables["task_components"].is_empty()
+    landed_task = [landed_as(batch_of([task]), "task_runs", "old.jsonl", 3)]
+    result = deduped(batch_of([REPORT]), landed_runs=landed_task)
+    assert _places(result) == {"landed": [], "quarantined": [1], "duplicates": []}
+    assert result.batch.quarantine["reason"].to_list() == [
+        OTHER_KIND.format("surface", REPORT_RUN_ID, "task grade", "old.jsonl:3")
+    ]
+    assert result.batch.tables["surface_findings"].is_empty()
+    # In one batch, the first line of the run_id lands and the other kind's clashes with it.
+    result = deduped(batch_of([REPORT, task, dict(REPORT, note="x")]))
+    assert _places(result) == {"landed": [1], "quarantined": [2, 3], "duplicates": []}
+    assert result.batch.quarantine.sort("line")["reason"].to_list() == [
+        OTHER_KIND.format("task", REPORT_RUN_ID, "surface report", "f.jsonl:1"),
+        BATCH_CLASH.format("surface", REPORT_RUN_ID),
+    ]
