@@ -185,10 +185,15 @@ def history(
 
 
 def _not_a_folder(option: str, path: Path | None) -> None:
-    """A file to write that names a folder is a usage error, found before any work: exit 1
-    after the work would read as the gate failing."""
-    if path is not None and path.is_dir():
+    """A file to write that names a folder, or lies under a file, is a usage error found
+    before any work: exit 1 after the work would read as the gate failing."""
+    if path is None:
+        return
+    if path.is_dir():
         raise usage_error(f"{option} names a folder, not a file to write: {path}")
+    under = next((p for p in path.parents if p.exists()), None)
+    if under is not None and not under.is_dir():
+        raise usage_error(f"{option} {path} lies under {under}, which is a file, not a folder")
 
 
 def _versions_or_exit(checked: list[str] | str) -> list[str]:

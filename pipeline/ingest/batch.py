@@ -36,7 +36,7 @@ class Batch:
     lines_read: int
     blank_lines: int
     files: list[str] = field(default_factory=list)
-    # Lines whose exact text came earlier in the chunk and passed there (``copies``).
+    # How many of ``copies`` there are: counted as duplicates unless dedupe says otherwise.
     parse_skipped: int = 0
     # The top-level keys of each task record (row_nr, top_keys), from the one parse.
     task_keys: pl.DataFrame = field(

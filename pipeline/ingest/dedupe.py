@@ -38,8 +38,9 @@ class Deduped:
     batch: Batch
     skipped_duplicates: int
     already_quarantined: int
-    # The rows (row_nr, source, line, run_id) skipped as exact duplicates of runs landed
-    # before: their file's runs are in the lake, though none of its lines landed now.
+    # The rows (row_nr, source, line, run_id) skipped as duplicates of runs landed before or
+    # earlier in the batch, run_id naming the run each repeats: their file's runs are in the
+    # lake, though none of its lines landed now.
     duplicate_rows: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema=SKIPPED_SCHEMA)
     )

@@ -130,13 +130,13 @@ FINDING_FIELDS = (
     _at("severity", None),
     _at("confidence", Expect.NUMBER),
     _measured("scope", Expect.STRING, TOKEN_COST),
-    # Read for a surface or phase scope only (the dimension, by_phase); on another scope
-    # (a tool's) only share is, and these are informational there.
-    _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED, scope=_SIZED),
-    _measured("tool_count", Expect.COUNT, TOKEN_COST, _SIZED, scope=_SIZED),
-    _measured("tokens_per_tool_avg", Expect.NON_NEGATIVE, TOKEN_COST, _SIZED, scope=_SIZED),
+    # Read, and required, for a surface or phase scope only (the dimension, by_phase); on
+    # another scope (a tool's) only share is, and these are informational there.
+    _measured("tokens", Expect.NON_NEGATIVE, TOKEN_COST, True, scope=_SIZED),
+    _measured("tool_count", Expect.COUNT, TOKEN_COST, True, scope=_SIZED),
+    _measured("tokens_per_tool_avg", Expect.NON_NEGATIVE, TOKEN_COST, True, scope=_SIZED),
     _measured("share", Expect.NUMBER, TOKEN_COST),
-    _measured("phase", Expect.NON_EMPTY, TOKEN_COST, _PHASE, scope=_PHASE),
+    _measured("phase", Expect.NON_EMPTY, TOKEN_COST, True, scope=_PHASE),
     _measured("worst_phase", Expect.STRING, TOKEN_COST),
     _measured("smell", Expect.STRING, "schema_smell"),
     _measured("tokens_saved_est", Expect.NUMBER, "merge_candidate"),

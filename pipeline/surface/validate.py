@@ -80,9 +80,9 @@ def _absence(name: str) -> pl.Expr:
     return pl.when(type_of(name) == "NULL").then(pl.lit("null")).otherwise(pl.lit("missing"))
 
 
-def _condition(condition: bool | When | None) -> pl.Expr:
-    if condition is None or isinstance(condition, bool):
-        return pl.lit(condition is not False)
+def _condition(condition: bool | When) -> pl.Expr:
+    if isinstance(condition, bool):
+        return pl.lit(condition)
     return holds(condition).fill_null(False)
 
 

@@ -114,6 +114,23 @@ def test_a_sarif_file_named_as_a_folder(tmp_path: Path, lake: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("option", "args"),
+    [
+        ("--sarif", ["surface-diff", "--server", "s"]),
+        ("--html", ["compare", "--agent", "a", "--baseline", "1", "--candidate", "2"]),
+    ],
+)
+def test_a_file_to_write_under_a_file_is_refused_before_any_work(
+    tmp_path: Path, lake: Path, option: str, args: list[str]
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    out = afile / "sub" / "out"
+    line = refused(*args, option, str(out), "--lake", str(lake))
+    assert line == f"usage: {option} {out} lies under {afile}, which is a file, not a folder"
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ["compare", "--agent", "a", "--baseline", "1", "--candidate", "2"],
