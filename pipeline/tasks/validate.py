@@ -345,6 +345,14 @@ def check_parts(parts: pl.DataFrame, plain_rows: pl.DataFrame | None = None) -> 
     )
 
 
+# run_metadata holds a list's whole JSON text on its own row (README: handy for membership
+# tests) up to this size; a larger one's value is null (its items have rows of their own, and
+# the record keeps it whole). Each list of a nest holds all below it: a 15 MB string 60
+# lists deep had made 915 MB of values from one line, and three such lines had passed the
+# 2 GiB a column of text can hold, which quarantined their whole file.
+LIST_VALUE_MAX_BYTES = 1024**2
+
+
 def validate_task_records(
     fields: pl.DataFrame,
     env_types: Sequence[str],
@@ -358,7 +366,9 @@ def validate_task_records(
     try:
         fragments = {"fields": in_batches(fields.select(pl.col("row_nr"), pl.col("^.*_json$")))}
         parts = run_sql("ingest/task_parts.sql", fragments, con=active)
-        metadata = run_sql("ingest/run_metadata.sql", fragments, con=active)
+        metadata = run_sql(
+            "ingest/run_metadata.sql", fragments, params=[LIST_VALUE_MAX_BYTES], con=active
+        )
     finally:
         if con is None:
             active.close()
