@@ -99,6 +99,22 @@ def test_nothing_solved_gives_no_cost_per_solved(tmp_path: Path) -> None:
     assert row == (0, 4.0, None)
 
 
+@pytest.mark.slow
+def test_token_counts_past_a_bigint_still_answer(tmp_path: Path) -> None:
+    # tokens is a number >= 0 (CONTRACT 2), landed as a double: the view cast its sum to
+    # BIGINT, and one run of 2^63-1 tokens made every query of cost_per_solved fail.
+    source = tmp_path / "a.jsonl"
+    lines = [_record(f"r{i}", f"p{i}", 1.0, tokens=2**63 - 1) for i in range(2)]
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    row = (
+        con_of(tmp_path / "lake")
+        .execute("select solved_problems, tokens, tokens_per_solved from cost_per_solved")
+        .fetchone()
+    )
+    assert row == (2, pytest.approx(2.0 * 2**63), pytest.approx(2.0**63))
+
+
 def test_an_empty_lake_has_the_views_and_no_rows(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     con = con_of(tmp_path)

@@ -33,7 +33,8 @@ select
     count(*) filter (where solved) as solved_problems,
     sum(runs_without_cost)::bigint as runs_without_cost,
     sum(cost_usd order by problem_id) as cost_usd,
-    sum(tokens order by problem_id)::bigint as tokens,
+    -- A number as task_runs.tokens is (a double): a valid 2^63-1 had failed a cast to BIGINT.
+    sum(tokens order by problem_id) as tokens,
     sum(cost_usd order by problem_id) / nullif(count(*) filter (where solved), 0)
         as cost_per_solved,
     sum(tokens order by problem_id) / nullif(count(*) filter (where solved), 0)
