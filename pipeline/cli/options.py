@@ -163,6 +163,10 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
                 for note in scanned.skipped
                 if note.startswith(f"{given}: ") or note.endswith(LAKE_SKIPPED)
             ]
+            inside = lake.resolve().is_relative_to(given.resolve())
+            if given.is_dir() and inside and lake.resolve() != given.resolve():
+                # Left out without a note (an inbox holding its lake would hear it nightly).
+                why.append(f"{lake}: the lake --lake names, {LAKE_SKIPPED}")
             raise usage_error(
                 f"no input files ({suffixes}) in {given}" + "".join(f"; {w}" for w in why)
             )

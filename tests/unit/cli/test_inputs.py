@@ -161,3 +161,19 @@ def test_a_mistyped_lake_is_said_alike_by_every_reading_command(
     typo = tmp_path / "typo_lake"
     line = refused(command, *args, "--lake", str(typo))
     assert line.startswith(f"usage: --lake {typo} does not exist"), line
+
+
+def test_a_folder_holding_only_the_lake_says_why_it_names_no_input(tmp_path: Path) -> None:
+    # The lake written to is left out of a folder without a note; when nothing else is
+    # there, the usage line says it was.
+    lake = tmp_path / "data" / "lake"
+    (lake / LAKE_MARKER).parent.mkdir(parents=True)
+    (lake / LAKE_MARKER).write_text("{}")
+    (lake / "_parts").mkdir()
+    (lake / "_parts" / "p.json").write_text("{}")
+    line = refused("ingest", str(tmp_path / "data"), "--lake", str(lake))
+    assert line == (
+        f"usage: no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {tmp_path / 'data'}; "
+        f"{lake}: the lake --lake names, skipped unread (a folder given as INPUT never "
+        "yields the files of a lake)"
+    )
