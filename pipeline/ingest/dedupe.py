@@ -46,19 +46,23 @@ class Deduped:
     )
 
 
+# A carried-over run's own run_id, the run it repeats, and the attempt both are.
+RENAMED_SCHEMA = pl.Schema({"run_id": pl.String, "original": pl.String, "attempt": pl.String})
+
+
 def _carried_over(
     runs: pl.DataFrame, attempts: Attempts
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Split off the runs that are an attempt landed before, or landing earlier in the
     batch, under another run_id. They are skipped as duplicates of that run (row_nr,
     source, line, that run's id: of the earliest batch by its id, if an older lake holds
-    two); the third frame maps each one's own run_id to that run's (run_id, original).
+    two); the third frame maps each one's own run_id to that run's (run_id, original, attempt).
 
     ``runs`` are the ones the run_id checks keep (new run_ids, each once), so an attempt
     is never matched with a run that did not land.
     """
     if attempts.batch.is_empty():
-        renamed = pl.DataFrame(schema={"run_id": pl.String, "original": pl.String})
+        renamed = pl.DataFrame(schema=RENAMED_SCHEMA)
         return runs, pl.DataFrame(schema=SKIPPED_SCHEMA), renamed
     first_landed = (
         attempts.landed.sort("batch_id", "run_id")
@@ -74,7 +78,7 @@ def _carried_over(
     )
     carried = pl.col("attempt").is_not_null() & (pl.col("original") != pl.col("run_id"))
     skipped = marked.filter(carried).select("row_nr", "source", "line", run_id="original")
-    renamed = marked.filter(carried).select("run_id", "original")
+    renamed = marked.filter(carried).select("run_id", "original", "attempt")
     return marked.filter(~carried).select(runs.columns), skipped.cast(SKIPPED_SCHEMA), renamed
 
 
@@ -87,6 +91,22 @@ CHANGED_LOG = (
     "or read while its eval ran by a version of the pipeline before 2026-12-05): the run "
     "landed first stands"
 )
+
+
+def _same_attempt_clashes(
+    clashes: pl.DataFrame, runs: pl.DataFrame, attempts: Attempts, renamed: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The clashes left, and the ones that are a carried-over attempt again (row_nr, source,
+    line, the run it repeats). A run_id's later copy with other content clashed with its
+    first copy; when that copy is carried over (its attempt landed under another run_id)
+    it lands nowhere, and the later copy, the same attempt, repeats that run as it does."""
+    again = (
+        clashes.join(runs.select("row_nr", "run_id"), on="row_nr")
+        .join(attempts.batch.select("row_nr", "attempt"), on="row_nr")
+        .join(renamed, on=["run_id", "attempt"])
+    )
+    moved = again.select("row_nr", "source", "line", run_id="original").cast(SKIPPED_SCHEMA)
+    return clashes.join(again.select("row_nr"), on="row_nr", how="anti"), moved
 
 
 def _landed_as_itself(runs: pl.DataFrame, attempts: Attempts) -> pl.Series:
@@ -271,10 +291,14 @@ def dedupe(
         task_runs, carried, renamed = _carried_over(new_runs, attempts)
         # A copy of a carried-over line (same run_id and content) repeats what it repeats.
         task_skipped = (
-            task_skipped.join(renamed, on="run_id", how="left")
+            task_skipped.join(renamed.drop("attempt"), on="run_id", how="left")
             .with_columns(run_id=pl.coalesce("original", "run_id"))
             .drop("original")
         )
+        task_clash, moved = _same_attempt_clashes(
+            task_clash, batch.tables["task_runs"], attempts, renamed
+        )
+        carried = pl.concat([carried, moved])
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
         batch.tables["surface_runs"], landed_surfaces, "surface"
     )

@@ -212,3 +212,33 @@ def test_an_attempt_landed_with_other_content_is_its_log_changed_not_a_new_attem
             "old.eval:3); give the new attempt its own run_id",
         ),
     ]
+
+
+def test_a_changed_copy_of_a_carried_over_attempt_repeats_the_landed_run_too(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # The lake holds attempt U1 as E1/1#1. The batch holds E2/1#1 (U1) twice, the second
+    # with another score: both are that attempt, so both repeat E1/1#1. The second had been
+    # quarantined as "appears again with different content (first at f.jsonl:1)", naming a
+    # copy that lands nowhere.
+    first = _sample(task_record, "inspect:E2/1#1", "U1")
+    changed = _sample(task_record, "inspect:E2/1#1", "U1")
+    changed["grade"]["subscores"]["defect_matching"] = 0.5
+    other = _sample(task_record, "inspect:E2/1#1", "U7")  # the same run_id, another attempt
+    result = deduped(
+        batch_of([first, changed, other]), landed_attempts=[('"U1"', "inspect:E1/1#1", "b1")]
+    )
+    assert result.batch.tables["task_runs"].is_empty()
+    assert result.duplicate_rows.sort("line").select("line", "run_id").rows() == [
+        (1, "inspect:E1/1#1"),
+        (2, "inspect:E1/1#1"),
+    ]
+    assert result.skipped_duplicates == 2
+    # Another attempt under that run_id is no copy of U1: it still clashes.
+    assert result.batch.quarantine.select("line", "reason").rows() == [
+        (
+            3,
+            "task run_id 'inspect:E2/1#1' appears again with different content (first at "
+            "f.jsonl:1); give each attempt its own run_id",
+        )
+    ]
