@@ -163,8 +163,9 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
                 for note in scanned.skipped
                 if note.startswith(f"{given}: ") or note.endswith(LAKE_SKIPPED)
             ]
+            walked = given.is_dir() and not given.is_symlink()
             inside = lake.resolve().is_relative_to(given.resolve())
-            if given.is_dir() and inside and lake.resolve() != given.resolve():
+            if walked and inside and lake.resolve() != given.resolve() and is_lake(lake):
                 # Left out without a note (an inbox holding its lake would hear it nightly).
                 why.append(f"{lake}: the lake --lake names, {LAKE_SKIPPED}")
             raise usage_error(

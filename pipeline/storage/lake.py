@@ -122,11 +122,15 @@ def _sign(path: Path) -> str | None:
         return None
     if (path / LAKE_MARKER).is_file():
         return str(LAKE_MARKER)
+    beside = (path / ".lock").is_file() or any((path / t).is_dir() for t in LANDED_TABLES)
     for sign in LEGACY_SIGNS:
-        # The folder as the pipeline wrote it (manifests, state files), not any folder of
-        # that name: an input folder may hold an empty _state/ of its own.
-        if (path / sign).is_dir() and any(
-            entry.suffix == ".json" and entry.is_file() for entry in (path / sign).iterdir()
+        # The folder as the pipeline wrote it: holding manifests or state files, or beside
+        # the lock or a landed table's folder (an older lake whose every part was removed
+        # keeps an empty _parts/). Not any folder of that name: an input folder may hold an
+        # empty _state/ of its own.
+        if (path / sign).is_dir() and (
+            beside
+            or any(entry.suffix == ".json" and entry.is_file() for entry in (path / sign).iterdir())
         ):
             return f"{sign}/"
     if (path / WAREHOUSE_FILE).is_file():

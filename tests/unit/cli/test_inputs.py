@@ -177,3 +177,12 @@ def test_a_folder_holding_only_the_lake_says_why_it_names_no_input(tmp_path: Pat
         f"{lake}: the lake --lake names, skipped unread (a folder given as INPUT never "
         "yields the files of a lake)"
     )
+
+
+def test_an_empty_folder_around_a_lake_to_be_made_blames_no_lake(tmp_path: Path) -> None:
+    # The lake does not exist yet: nothing was left out, the folder is only empty.
+    (tmp_path / "data").mkdir()
+    line = refused("ingest", str(tmp_path / "data"), "--lake", str(tmp_path / "data" / "new"))
+    assert line == (
+        f"usage: no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {tmp_path / 'data'}"
+    )

@@ -29,6 +29,9 @@ def _folder(root: Path, *entries: str) -> Path:
         (["_state/lake.json"], "_state/lake.json"),
         # Lakes made before the marker: every command that landed or scored wrote one.
         (["_parts/p.json"], "_parts/"),
+        # An older lake whose every part was removed: an empty _parts/ beside its tables.
+        (["_parts/", "task_runs/", "_staging/"], "_parts/"),
+        (["_parts/", ".lock"], "_parts/"),
         (["_state/current_rubric.json"], "_state/"),
         # The earliest, from before _parts/: the warehouse beside what it was built from.
         (["warehouse.duckdb", "task_runs/"], "warehouse.duckdb and task_runs/"),
