@@ -166,7 +166,10 @@ def _entries(metadata: pl.LazyFrame, targets: pl.LazyFrame) -> pl.LazyFrame:
     """The target runs' metadata entries, each as text, ranked as a reason and ordered."""
     rank = {leaf: i for i, leaf in enumerate(REASON_LEAVES)}
     entries = (
+        # A list over run_metadata's limit has no text (null): its items, rows of their own,
+        # say what it held.
         metadata.select(*METADATA_COLUMNS)
+        .filter(pl.col("value").is_not_null())
         .join(targets.filter(pl.col("component").is_not_null()), on="run_id", how="inner")
         .with_columns(
             text=_json_text(pl.col("value")).fill_null("null"),

@@ -115,6 +115,30 @@ def test_token_counts_past_a_bigint_still_answer(tmp_path: Path) -> None:
     assert row == (2, pytest.approx(2.0 * 2**63), pytest.approx(2.0**63))
 
 
+@pytest.mark.slow
+def test_failure_reasons_tell_a_list_over_the_metadata_limit_by_its_items(
+    tmp_path: Path,
+) -> None:
+    # run_metadata keeps no text for a list over 1 MiB: gate_metadata had shown it as a JSON
+    # null ("tried": null), as though the gate had tried nothing.
+    record = json.loads(_record("r1", "p1", 0.0))
+    tried = [f"frame-{i:07d}" for i in range(80_000)]  # ~1.2 MB as JSON
+    record["grade"]["metadata"]["defect_matching"]["tried"] = tried
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    reason, gate_metadata = (
+        con_of(tmp_path / "lake")
+        .execute("select reason, gate_metadata from failure_reasons")
+        .fetchone()
+        or ()
+    )
+    held = json.loads(gate_metadata)
+    assert reason == "frame mismatch"
+    assert "tried" not in held
+    assert (held["tried[0]"], held["tried[79999]"]) == ("frame-0000000", "frame-0079999")
+
+
 def test_an_empty_lake_has_the_views_and_no_rows(tmp_path: Path) -> None:
     build_warehouse(tmp_path, DEFAULT.rubric_id)
     con = con_of(tmp_path)

@@ -16,8 +16,10 @@ gate_metadata as (
         min(case when m.key = f.gate_component || '.reason' then m.value ->> '$' end)
             as reason
     from failed as f
+    -- A list over run_metadata's limit has no text (null): its items stand for it.
     join run_metadata as m
         on m.run_id = f.run_id and starts_with(m.key, f.gate_component || '.')
+        and m.value is not null
     group by f.run_id
 )
 select f.*, g.reason, g.gate_metadata

@@ -448,6 +448,20 @@ def test_regressed_problems_name_the_failing_component_and_its_reason() -> None:
     assert "up" not in reg
 
 
+def test_a_list_over_the_metadata_limit_is_told_by_its_items() -> None:
+    # run_metadata keeps no text for a list over 1 MiB (null): the reason had read
+    # "missed=null", as though nothing was missed; its items say what it held.
+    runs, comps, meta = _regression_fixture()
+    meta = meta.with_columns(
+        value=pl.when((pl.col("run_id") == "c-aud") & (pl.col("key") == "missed"))
+        .then(None)
+        .otherwise(pl.col("value"))
+    )
+    r = compare_versions(runs, comps, meta, agent="a", baseline="1", candidate="2").report
+    reg = {row["problem_id"]: row for row in r["regressed_problems"]}
+    assert reg["aud"]["failing_reason"] == "recall=0.5; precision=0.5; missed[0]=D-12; found[0]=D-3"
+
+
 def test_top_regressed_is_limited() -> None:
     runs, comps = simulate(seed=3, versions={"1": 0.0, "2": -0.2})
     result = compare_versions(
