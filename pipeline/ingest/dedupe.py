@@ -201,8 +201,8 @@ def _across_kinds(
     runs: dict[str, pl.DataFrame], landed: dict[str, pl.DataFrame]
 ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
     """The runs each kind keeps once a run_id held by a run of the other kind (landed, or
-    kept earlier in the batch) is refused, and those clashes (row_nr, source, line, reason,
-    raw, record_kind). Each kind's own copies are judged before (``_dedupe_runs``)."""
+    on an earlier line of the batch) is refused, and those clashes (row_nr, source, line,
+    reason, raw, record_kind). Each kind's own copies are judged after (``_dedupe_runs``)."""
     kinds = {"task_runs": "task", "surface_runs": "surface"}
     if any(runs[table].is_empty() and landed[table].is_empty() for table in kinds):
         # One kind only (nearly every chunk): nothing to clash with.
@@ -280,11 +280,17 @@ def dedupe(
     them that fails now (say, its env type left the rubric) is a duplicate of
     what landed, never quarantined beside it.
     """
+    # Which kind each run_id is (the landed run's, else its first line's) comes first: a line
+    # of the other kind lands nowhere, so no copy after it is judged against it.
+    kept, other_kind = _across_kinds(
+        {"task_runs": batch.tables["task_runs"], "surface_runs": batch.tables["surface_runs"]},
+        {"task_runs": landed_tasks, "surface_runs": landed_surfaces},
+    )
     new_runs, task_skipped, task_clash = _dedupe_runs(
-        batch.tables["task_runs"],
+        kept["task_runs"],
         landed_tasks,
         "task",
-        None if attempts is None else _landed_as_itself(batch.tables["task_runs"], attempts),
+        None if attempts is None else _landed_as_itself(kept["task_runs"], attempts),
     )
     task_runs, carried = new_runs, pl.DataFrame(schema=SKIPPED_SCHEMA)
     if attempts is not None:
@@ -300,13 +306,8 @@ def dedupe(
         )
         carried = pl.concat([carried, moved])
     surface_runs, surface_skipped, surface_clash = _dedupe_runs(
-        batch.tables["surface_runs"], landed_surfaces, "surface"
+        kept["surface_runs"], landed_surfaces, "surface"
     )
-    kept, other_kind = _across_kinds(
-        {"task_runs": task_runs, "surface_runs": surface_runs},
-        {"task_runs": landed_tasks, "surface_runs": landed_surfaces},
-    )
-    task_runs, surface_runs = kept["task_runs"], kept["surface_runs"]
     task_rows = task_runs.select("row_nr")
     surface_rows = surface_runs.select("row_nr")
     tables = {

@@ -133,3 +133,27 @@ def test_a_run_id_is_one_runs_whether_a_task_grade_or_a_report(
         OTHER_KIND.format("task", REPORT_RUN_ID, "surface report", "f.jsonl:1"),
         BATCH_CLASH.format("surface", REPORT_RUN_ID),
     ]
+
+
+def test_copies_after_a_line_of_the_other_kind_are_not_judged_against_it(
+    task_record: Callable[..., dict[str, Any]],
+) -> None:
+    # The report holds the run_id: the task grade after it is refused, and so is that task
+    # spelled otherwise (it had been a duplicate of a run that lands nowhere).
+    task = task_record(REPORT_RUN_ID, "exploit", {"defect_matching": 1.0})
+    result = deduped(batch_of([REPORT, task, task], indent=[None, None, 1]))
+    assert _places(result) == {"landed": [1], "quarantined": [2, 3], "duplicates": []}
+    assert (
+        result.batch.quarantine["reason"].to_list()
+        == [OTHER_KIND.format("task", REPORT_RUN_ID, "surface report", "f.jsonl:1")] * 2
+    )
+    # An Inspect attempt under such a run_id is refused with it; the same attempt under its
+    # own run_id is then the attempt's first copy, and lands (it had been carried over to
+    # the refused line, and the attempt landed nowhere).
+    run_id = "inspect:E1/1#1"
+    inspect_task = task_record(run_id, "exploit", {"defect_matching": 1.0})
+    inspect_task["grade"]["metadata"] = {"inspect": {"sample_uuid": "U1", "eval_id": "E1"}}
+    retry = dict(inspect_task, run_id="inspect:E2/1#1")
+    result = deduped(batch_of([dict(REPORT, run_id=run_id), inspect_task, retry]))
+    assert _places(result) == {"landed": [1, 3], "quarantined": [2], "duplicates": []}
+    assert result.batch.tables["task_runs"]["run_id"].to_list() == ["inspect:E2/1#1"]
