@@ -146,7 +146,12 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
     an input given was not read: a symbolic link, not a regular file, a lake)."""
     from importlib.util import find_spec
 
-    from pipeline.sources.discover import INPUT_SUFFIXES, LAKE_SKIPPED, scan_inputs
+    from pipeline.sources.discover import (
+        INPUT_SUFFIXES,
+        LAKE_SKIPPED,
+        own_lake_note,
+        scan_inputs,
+    )
     from pipeline.sources.inspect.columns import MISSING_EXTRA
     from pipeline.sources.inspect.extract import is_inspect_log
 
@@ -167,7 +172,7 @@ def inputs_or_exit(inputs: list[Path], lake: Path) -> list[Path]:
             inside = lake.resolve().is_relative_to(given.resolve())
             if walked and inside and lake.resolve() != given.resolve() and is_lake(lake):
                 # Left out without a note (an inbox holding its lake would hear it nightly).
-                why.append(f"{lake}: the lake --lake names, {LAKE_SKIPPED}")
+                why.append(own_lake_note(lake))
             raise usage_error(
                 f"no input files ({suffixes}) in {given}" + "".join(f"; {w}" for w in why)
             )

@@ -30,6 +30,12 @@ def _skip_note(path: Path, why: str) -> str:
 LAKE_SKIPPED = "skipped unread (a folder given as INPUT never yields the files of a lake)"
 
 
+def own_lake_note(folder: Path, *, inside: bool = False) -> str:
+    """The note for the lake the command writes to (or a folder inside it), left unread."""
+    what = "inside the lake --lake names" if inside else "the lake --lake names"
+    return f"{folder}: {what}, {LAKE_SKIPPED}"
+
+
 def _lake_skipped(folder: Path, own: Path | None) -> str | None:
     """The note for ``folder`` when it is a lake (the one the command writes, or any other),
     else None.
@@ -39,8 +45,7 @@ def _lake_skipped(folder: Path, own: Path | None) -> str | None:
     """
     where = folder.resolve()
     if own is not None and where.is_relative_to(own):
-        what = "the lake --lake names" if where == own else "inside the lake --lake names"
-        return f"{folder}: {what}, {LAKE_SKIPPED}"
+        return own_lake_note(folder, inside=where != own)
     sign = lake_sign(folder)
     if sign is None:
         return None
