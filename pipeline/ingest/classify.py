@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from pipeline.core.sql import in_batches, run_sql
+from pipeline.core.jsonwalk import walk_json
+from pipeline.core.sql import connect, in_batches, run_sql
 from pipeline.sources.lines import JSON_WHITESPACE
 from pipeline.tasks.parse import PARSE_LINES_SQL, parse_marks
 from pipeline.tasks.validate import repeated_keys
@@ -193,11 +194,21 @@ def _non_finite(suspects: pl.DataFrame, con: duckdb.DuckDBPyConnection | None) -
     )
     found = [pl.DataFrame(schema=schema)]
     large = pl.col("raw").str.len_bytes() > LARGE_SUSPECT_BYTES
-    for query, rows in (
-        ("ingest/non_finite.sql", suspects.filter(~large)),
-        ("ingest/non_finite_large.sql", suspects.filter(large)),
-    ):
-        if rows.height:
-            hits = run_sql(query, {"suspects": rows}, con=con)
-            found.append(hits.cast(schema).select(list(schema)))
-    return pl.concat(found)
+    small, big = suspects.filter(~large), suspects.filter(large)
+    if small.height:
+        found.append(run_sql("ingest/non_finite.sql", {"suspects": small}, con=con))
+    if big.height:
+        found.append(_walked(big.select("row_nr", doc="raw"), con))
+    return pl.concat([hits.cast(schema).select(list(schema)) for hits in found])
+
+
+def _walked(docs: pl.DataFrame, con: duckdb.DuckDBPyConnection | None) -> pl.DataFrame:
+    """non_finite.sql's output for large suspects (row_nr, doc), walked level by level."""
+    active = connect() if con is None else con
+    try:
+        return walk_json(
+            docs, "ingest/non_finite_large.sql", active, finish="ingest/non_finite_large_first.sql"
+        )
+    finally:
+        if con is None:
+            active.close()

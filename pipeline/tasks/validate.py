@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from pipeline.core.jsonwalk import walk_json
 from pipeline.core.sql import connect, in_batches, run_sql
 from pipeline.tasks.fields import (
     INTEGER_TYPES,
@@ -366,8 +367,9 @@ def validate_task_records(
     try:
         fragments = {"fields": in_batches(fields.select(pl.col("row_nr"), pl.col("^.*_json$")))}
         parts = run_sql("ingest/task_parts.sql", fragments, con=active)
-        metadata = run_sql(
-            "ingest/run_metadata.sql", fragments, params=[LIST_VALUE_MAX_BYTES], con=active
+        documents = fields.select("row_nr", doc="metadata_json")
+        metadata = walk_json(
+            in_batches(documents), "ingest/run_metadata.sql", active, [LIST_VALUE_MAX_BYTES]
         )
     finally:
         if con is None:

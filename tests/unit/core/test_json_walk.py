@@ -1,11 +1,14 @@
-"""json_nodes (sql/queries/session.sql), the level-by-level walk that run_metadata.sql and
-non_finite_large.sql share, finds what DuckDB's json_tree finds, with json_tree's paths."""
+"""The level-by-level JSON walk (pipeline/core/jsonwalk.py) that run_metadata.sql and
+non_finite_large.sql judge finds what DuckDB's json_tree finds, with json_tree's paths,
+and holds one level at a time."""
 
 from __future__ import annotations
 
+import duckdb
 import polars as pl
 
-from pipeline.core.sql import connect, run_sql
+from pipeline.core.jsonwalk import walk_json
+from pipeline.core.sql import connect, run_sql, sql_text
 from pipeline.tasks.validate import LIST_VALUE_MAX_BYTES
 
 DOCS = [
@@ -15,29 +18,63 @@ DOCS = [
 ]
 
 
-def test_the_walk_gives_every_node_with_json_trees_path_and_type() -> None:
+def test_the_walk_gives_every_node_json_tree_gives() -> None:
+    # run_metadata.sql keeps every node but the root and non-empty objects: compared with
+    # json_tree's nodes, filtered alike, over documents with quoted keys, nested and empty
+    # lists and objects, and a non-finite number.
+    docs = pl.DataFrame({"row_nr": range(len(DOCS)), "doc": DOCS})
     con = connect()
     try:
-        con.register("docs", pl.DataFrame({"row_nr": range(len(DOCS)), "raw": DOCS}))
-        walked = con.sql(
-            "with roots as (select row_nr, json_type(raw) as node_type, raw::json as node "
-            "from docs) select row_nr, fullkey, node_type, node::varchar from json_nodes(roots) "
-            "where fullkey <> '$' order by all"
-        ).fetchall()
+        walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
+        con.register("docs", docs)
         tree = con.sql(
-            "select d.row_nr, t.fullkey, t.type, t.value::varchar "
-            "from docs as d, json_tree(d.raw) as t where t.fullkey <> '$' order by all"
+            "select d.row_nr, substr(t.fullkey, 3), t.value::varchar, "
+            "case when t.type in ('UBIGINT', 'BIGINT', 'DOUBLE') then t.value::double end "
+            "from docs as d, json_tree(d.doc) as t "
+            "where t.fullkey <> '$' and (t.type <> 'OBJECT' or t.value::varchar = '{}')"
         ).fetchall()
     finally:
         con.close()
-    assert walked == tree
-    assert len(walked) > 15
+    assert sorted(walked.rows(), key=str) == sorted(tree, key=str)
+    assert len(tree) > 15
+    assert ("$.x y" not in walked["key"].to_list()) and '"x y"."\\"q\\""[1][1][0]' in (
+        walked["key"].to_list()
+    )
+
+
+def test_a_deep_nest_is_held_one_level_at_a_time() -> None:
+    # A 4 MB string 60 lists deep: a walk keeping every level holds ~240 MB of text, over
+    # the connection's 128 MB; one level at a time holds a few copies of 4 MB.
+    text = "x" * (4 * 1024 * 1024)
+    doc = "{" + '"deep": ' + "[" * 60 + f'"{text}", 1e999' + "]" * 60 + "}"
+    docs = pl.DataFrame({"row_nr": [0], "doc": [doc]})
+    con = duckdb.connect(config={"memory_limit": "128MB", "threads": 1})
+    try:
+        con.execute(sql_text("queries/session.sql"))
+        walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
+        first = "ingest/non_finite_large_first.sql"
+        problems = walk_json(docs, "ingest/non_finite_large.sql", con, finish=first)
+    finally:
+        con.close()
+    leaf = "deep" + "[0]" * 59
+    assert walked.height == 62
+    assert walked.filter(pl.col("value").is_not_null()).select("key", "value").rows() == [
+        (f"{leaf}[0]", f'"{text}"'),
+        (f"{leaf}[1]", "1e999"),
+    ]
+    assert problems.rows() == [(0, f"$.{leaf}[1]", "1e999", "non_finite")]
 
 
 def test_large_and_small_suspects_name_the_same_non_finite_path() -> None:
     suspects = pl.DataFrame({"row_nr": range(len(DOCS)), "raw": DOCS})
     small = run_sql("ingest/non_finite.sql", {"suspects": suspects})
-    large = run_sql("ingest/non_finite_large.sql", {"suspects": suspects})
+    con = connect()
+    try:
+        docs = suspects.select("row_nr", doc="raw")
+        finish = "ingest/non_finite_large_first.sql"
+        large = walk_json(docs, "ingest/non_finite_large.sql", con, finish=finish)
+    finally:
+        con.close()
     assert large.sort("row_nr").to_dicts() == small.sort("row_nr").to_dicts()
     assert large["path"].to_list() == ["$.m[0].k"]
 
@@ -58,7 +95,12 @@ def test_run_metadata_keys_are_the_paths_below_the_metadata() -> None:
 def _metadata_rows(
     fields: pl.DataFrame, list_max_bytes: int
 ) -> list[tuple[str, str | None, float | None]]:
-    rows = run_sql("ingest/run_metadata.sql", {"fields": fields}, params=[list_max_bytes])
+    con = connect()
+    try:
+        docs = fields.select("row_nr", doc="metadata_json")
+        rows = walk_json(docs, "ingest/run_metadata.sql", con, [list_max_bytes])
+    finally:
+        con.close()
     return [(r["key"], r["value"], r["value_num"]) for r in rows.sort("key").to_dicts()]
 
 
