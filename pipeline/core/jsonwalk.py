@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline.core.sql import sql_text
+from pipeline.core.sql import run_sql, sql_text
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,26 +29,27 @@ def walk_json(
     judge: str,
     con: duckdb.DuckDBPyConnection,
     params: list[Any] | None = None,
-    finish: str = "queries/walk_found.sql",
+    finish: str | None = None,
 ) -> pl.DataFrame:
-    """``finish`` (sql/<finish>, over the table walk_found) of what ``judge`` found.
+    """What ``judge`` found on every level of ``docs``, or ``finish`` of it.
 
     ``docs``: row_nr and doc (JSON text; null for none). ``judge``: sql/<judge>, a query over
-    the table walk_level (queries/walk_roots.sql names its columns) with ``params`` bound,
-    run on every level of the documents; its rows of all levels make walk_found.
+    the table walk_level (queries/walk_roots.sql names its columns) with ``params`` bound.
+    ``finish``: sql/<finish>, a query over the view walk_found, the judge's rows of every
+    level.
     """
     con.register(DOCS_VIEW, docs)
     try:
         con.execute(sql_text("queries/walk_roots.sql"))
-        con.execute(f"create or replace temp table walk_found as {sql_text(judge)}", params)
+        found = [con.sql(sql_text(judge), params=params).pl()]
         while _containers(con):
             con.execute(sql_text("queries/walk_children.sql"))
-            con.execute(f"insert into walk_found {sql_text(judge)}", params)
-        found: pl.DataFrame = con.sql(sql_text(finish)).pl()
-        return found
+            found.append(con.sql(sql_text(judge), params=params).pl())
     finally:
         con.unregister(DOCS_VIEW)
         con.execute(sql_text("queries/walk_drop.sql"))
+    walked = pl.concat(found)
+    return walked if finish is None else run_sql(finish, {"walk_found": walked}, con=con)
 
 
 def _containers(con: duckdb.DuckDBPyConnection) -> bool:

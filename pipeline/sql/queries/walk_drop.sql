@@ -3,5 +3,3 @@
 drop table if exists walk_level;
 
 drop table if exists walk_next;
-
-drop table if exists walk_found;
