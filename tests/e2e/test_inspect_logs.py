@@ -1085,10 +1085,12 @@ def test_a_json_log_with_a_bad_sample_keeps_the_rest(
 
 
 def _legacy_score(document: dict[str, Any]) -> None:
-    """Each scored sample as an old inspect-ai wrote it: one ``score``, no ``scores``."""
+    """Each scored sample as an old inspect-ai wrote it: one ``score``, no ``scores``; a
+    number, so its component is named after the scorer Inspect gives it."""
     for sample in document["samples"]:
         if sample.get("scores"):
-            sample["score"] = sample.pop("scores")["components"]
+            score = sample.pop("scores")["components"]
+            sample["score"] = {**score, "value": min(score["value"].values())}
 
 
 @pytest.mark.parametrize(
@@ -1127,6 +1129,31 @@ def test_a_json_log_whose_every_sample_is_bad_quarantines_each_in_its_place(
     assert [line for line, _, _ in got] == list(range(1, count + 1))
     assert all(raw is None and why and " cannot be read (" in why for _, raw, why in got)
     assert got[0][2] is not None and got[0][2].startswith("sample ex-0 epoch 1 cannot be read")
+
+
+def test_a_json_logs_refused_samples_are_counted_once_in_their_place(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    # A refused sample the header lists is in the log, not lacking; one it does not list is
+    # quarantined in its place, not counted again as unlisted. A good sample written twice
+    # still is, as before.
+    def change(document: dict[str, Any]) -> None:
+        samples = document["samples"]
+        _scores(document, 1)
+        samples.extend([dict(samples[0]), {"id": "zz", "epoch": 1}])
+
+    good = _frames(_json_log(logs[0], tmp_path / "good.json"))
+    got = _frames(_json_log(logs[0], tmp_path / "bad.json", change))
+    count = len(good)
+    assert [line for line, _, _ in got] == list(range(1, count + 4))
+    assert got[count] == (count + 1, good[0][1], None)  # the copy, a duplicate of line 1
+    assert [why for _, _, why in got[count + 1 :]] == [
+        "sample zz epoch 1 cannot be read (ValidationError: 2 validation errors for "
+        f"EvalSample, the first at input: Field required): {table.MEND_JSON_SAMPLE}",
+        "1 sample(s) in the log are not among the sample ids its header lists: not read "
+        "(re-write the log with a current inspect-ai)",
+    ]
+    assert got[1][2] is not None and got[1][2].startswith("sample ex-1 epoch 1 cannot be")
 
 
 @pytest.mark.parametrize(
