@@ -188,6 +188,17 @@ class Unread:
     reason: str
 
 
+# A parsed JSON value's kind, as a reason names it.
+JSON_KINDS: dict[type, str] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
 # What a .json log's sample Inspect refuses asks of the user. Its row has no text to
 # replay: the log is read again once it changes.
 MEND_JSON_SAMPLE = (
@@ -344,7 +355,8 @@ def _samples(
 ) -> Iterator[Any]:
     """The log's samples, at most SAMPLES_PER_READ held at a time for a .eval log; a .json
     log is one JSON document, read whole (within the report size limit the caller checked).
-    Either way, what the header lists and the log lacks (or holds unlisted) is counted."""
+    Either way, what the header lists and the log lacks (or holds unlisted and unread) is
+    counted."""
     if directory is None:
         yield from _json_samples(log_api, path, header)
     else:
@@ -366,23 +378,23 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     its place, naming it, and the rest are read. (read_eval_log validates the document
     whole: one bad sample failed every other.) Each sample's parsed JSON is let go once it
     is validated, so the document and one sample are held, not every sample twice. What the
-    header lists and the log lacks, or holds unlisted, is counted after them, as for a .eval
-    log; a refused sample whose id and epoch are readable is in the log, not lacking."""
+    header lists and the log lacks is counted after them, as for a .eval log (a refused
+    sample whose id and epoch are readable is in the log, not lacking); what it holds
+    unlisted was read in its place, so is not counted again."""
     # The context Inspect's own readers validate a log with (inspect-ai's, not exported):
     # a fresh one a sample, as for a .eval log's, so its message cache holds one sample's.
     from inspect_ai._util.constants import get_deserializing_context
 
     document = _document(path)
     if not isinstance(document, dict):
-        raise ValueError(f"the log is a JSON {type(document).__name__}, not an object")
+        raise ValueError(f"the log is {_json_kind(document)}, not a JSON object")
     samples = document.pop("samples", None)
     del document  # its header was read (and validated) by itself
     if samples is None:  # an eval that wrote none: the header's samples are counted
         samples = []
     if not isinstance(samples, list):
-        raise ValueError(f"its samples are not a list but a JSON {type(samples).__name__}")
-    good: list[tuple[Any, int]] = []
-    refused: set[tuple[Any, int]] = set()
+        raise ValueError(f"its samples are not a list but {_json_kind(samples)}")
+    held: set[tuple[Any, int]] = set()
     unnamed = 0
     for at in range(len(samples)):
         raw, samples[at] = samples[at], None
@@ -394,24 +406,26 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
                 unnamed += 1
                 name = f"the log's sample at position {at + 1} (its id or epoch is unreadable)"
             else:
-                refused.add(key)
+                held.add(key)
                 name = f"sample {key[0]} epoch {key[1]}"
             yield Unread(f"{name} cannot be read ({failure_text(exc)}): {MEND_JSON_SAMPLE}")
             continue
-        good.append((sample.id, sample.epoch))
+        held.add((sample.id, sample.epoch))
         yield sample
     keys = _planned(header)
     if keys is None:  # nothing listed to count against
         return
-    held = set(good)
-    lacking = [key for key in keys if key not in held]
     missing = [
         f"{sample_id} (epoch {epoch})"
-        for sample_id, epoch in lacking
-        if (sample_id, epoch) not in refused
+        for sample_id, epoch in keys
+        if (sample_id, epoch) not in held
     ]
-    # As for a .eval log: every sample read beyond those listed (a repeat counts too).
-    yield from _uncounted(missing, len(good) - len(keys) + len(lacking), unnamed)
+    # Every sample the log holds, listed or not, was read in its place: none is uncounted.
+    yield from _uncounted(missing, 0, unnamed)
+
+
+def _json_kind(value: Any) -> str:
+    return JSON_KINDS.get(type(value), type(value).__name__)
 
 
 def _json_sample(log_api: Any, header: Any, raw: Any, context: dict[str, Any]) -> Any:
