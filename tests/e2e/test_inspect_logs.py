@@ -10,6 +10,7 @@ CONTRACT's default weights.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import textwrap
 from pathlib import Path
@@ -19,7 +20,7 @@ import duckdb
 import pytest
 
 from pipeline.rubric import RubricError, parse_rubric
-from pipeline.sources.blocks import STILL_RUNNING
+from pipeline.sources.blocks import STILL_RUNNING, UNREADABLE_LOG
 from pipeline.sources.inspect import members, table
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 from pipeline.sources.inspect.extract import (
@@ -991,6 +992,227 @@ def test_a_json_log_stopped_early_counts_what_it_lacks(logs: list[Path], tmp_pat
     ((line, reason),) = _rows(lake, "select line, reason from quarantine")
     assert line == 3
     assert reason.startswith(f"{listed - 2} sample(s) the log's header lists are not in it")
+
+
+def _json_log(source: Path, path: Path, change: Any = None) -> Path:
+    """The .eval log ``source`` written by Inspect as a .json log at ``path``, its document
+    passed through ``change`` (document -> None, in place) when given."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_log(read_eval_log(str(source)), str(path), format="json")
+    if change is not None:
+        document = json.loads(path.read_text())
+        change(document)
+        path.write_text(json.dumps(document))  # NaN as Inspect writes it, bare
+    return path
+
+
+def _frames(path: Path) -> list[tuple[int, str | None, str | None]]:
+    """What the reader makes of a log: (line, raw, reason) in order."""
+    from pipeline.sources.limits import ReadLimits
+
+    limits = ReadLimits(record_bytes=2**24, report_bytes=2**27, depth=64, expanded_bytes=2**33)
+    got: list[tuple[int, str | None, str | None]] = []
+    for frame, _ in table.inspect_frames(path, limits):
+        got.extend(frame.select("line", "raw", "file_problem").iter_rows())
+    return got
+
+
+def _scores(document: dict[str, Any], at: int, value: Any = "high") -> None:
+    document["samples"][at]["scores"] = value
+
+
+def _nan_metric(document: dict[str, Any]) -> None:
+    """The header's first metric NaN, as Inspect writes a mean over no scores."""
+    document["results"]["scores"][0]["metrics"]["mean"]["value"] = math.nan
+
+
+BAD_SAMPLES = {
+    # Inspect's EvalSample refuses each, and read_eval_log the whole log for it.
+    "scores not an object": (
+        lambda doc: _scores(doc, 1),
+        "sample ex-1 epoch 1 cannot be read (ValidationError: 1 validation error for "
+        "EvalSample, the first at scores: Input should be a valid dictionary)",
+    ),
+    "no id": (
+        lambda doc: doc["samples"][1].pop("id"),
+        "the log's sample at position 2 (its id or epoch is unreadable) cannot be read "
+        "(ValidationError: 1 validation error for EvalSample, the first at id: Field required)",
+    ),
+    "not an object": (
+        lambda doc: doc["samples"].__setitem__(1, 7),
+        "the log's sample at position 2 (its id or epoch is unreadable) cannot be read "
+        "(ValidationError: 1 validation error for EvalSample, the first at the top: Input "
+        "should be a valid dictionary or instance of EvalSample)",
+    ),
+    # A NaN in its header (a metric over no scores) has Inspect parse the whole log, samples
+    # and all, for the header alone.
+    "scores not an object, a NaN metric": (
+        lambda doc: (_scores(doc, 1), _nan_metric(doc)),
+        "sample ex-1 epoch 1 cannot be read (ValidationError: 1 validation error for "
+        "EvalSample, the first at scores: Input should be a valid dictionary)",
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_SAMPLES))
+def test_a_json_log_with_a_bad_sample_keeps_the_rest(
+    logs: list[Path], tmp_path: Path, bad: str
+) -> None:
+    # Inspect validates a .json log whole: one sample it refuses failed the read, and the
+    # log was quarantined whole at line 0, its good samples with it.
+    change, reason = BAD_SAMPLES[bad]
+    good = _frames(_json_log(logs[0], tmp_path / "good.json"))
+    got = _frames(_json_log(logs[0], tmp_path / "bad.json", change))
+    assert [line for line, _, _ in good] == list(range(1, len(good) + 1))
+    assert got[0] == good[0] and got[2 : len(good)] == good[2:]
+    line, raw, why = got[1]
+    assert (line, raw) == (2, None)
+    assert why is not None and why.startswith(reason + ": "), why
+    assert "the log is read again once it changes" in why
+    if bad in ("no id", "not an object"):  # the sample its header lists is counted after
+        assert got[len(good) :] == [
+            (
+                len(good) + 1,
+                None,
+                "1 sample(s) the log's header lists are not in it (an eval stopped early, or "
+                "one of the samples quarantined above whose id is unreadable?): ex-1 (epoch 1)",
+            )
+        ]
+    else:
+        assert len(got) == len(good)
+
+
+def _legacy_score(document: dict[str, Any]) -> None:
+    """Each scored sample as an old inspect-ai wrote it: one ``score``, no ``scores``; a
+    number, so its component is named after the scorer Inspect gives it."""
+    for sample in document["samples"]:
+        if sample.get("scores"):
+            score = sample.pop("scores")["components"]
+            sample["score"] = {**score, "value": min(score["value"].values())}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [None, _legacy_score, _nan_metric],
+    ids=["as written", "legacy score", "a NaN metric"],
+)
+def test_a_valid_json_log_is_read_as_inspects_whole_read_reads_it(
+    logs: list[Path], tmp_path: Path, change: Any
+) -> None:
+    # What landed before samples were read one by one: read_eval_log's samples, in order.
+    from inspect_ai.log import read_eval_log
+
+    for at, source in enumerate(logs):
+        path = _json_log(source, tmp_path / f"{at}.json", change)
+        header = read_eval_log(str(path), header_only=True)
+        samples = read_eval_log(str(path)).samples or []
+        records = [table.sample_record(header, s, InspectMapping()) for s in samples]
+        assert _frames(path) == [
+            (line, json.dumps(record, default=str), None)
+            for line, record in enumerate(records, start=1)
+        ]
+        assert all(r["grade"]["subscores"] or r["grade"]["env_internal_failure"] for r in records)
+
+
+def test_a_json_log_whose_every_sample_is_bad_quarantines_each_in_its_place(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    def spoil(document: dict[str, Any]) -> None:
+        for at in range(len(document["samples"])):
+            _scores(document, at, [1])
+
+    got = _frames(_json_log(logs[0], tmp_path / "a.json", spoil))
+    count = len(got)
+    assert count == 2 * (PROBLEMS + 1)  # not one entry at line 0 for the whole log
+    assert [line for line, _, _ in got] == list(range(1, count + 1))
+    assert all(raw is None and why and " cannot be read (" in why for _, raw, why in got)
+    assert got[0][2] is not None and got[0][2].startswith("sample ex-0 epoch 1 cannot be read")
+
+
+def test_a_json_logs_refused_samples_are_counted_once_in_their_place(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    # A refused sample the header lists is in the log, not lacking; one it does not list is
+    # quarantined in its place, not counted again as unlisted; nor is a good sample written
+    # twice, read in its place (it was also said to be "not read").
+    def change(document: dict[str, Any]) -> None:
+        samples = document["samples"]
+        _scores(document, 1)
+        samples.extend([dict(samples[0]), {"id": "zz", "epoch": 1}])
+
+    good = _frames(_json_log(logs[0], tmp_path / "good.json"))
+    got = _frames(_json_log(logs[0], tmp_path / "bad.json", change))
+    count = len(good)
+    assert [line for line, _, _ in got] == list(range(1, count + 3))
+    assert got[count] == (count + 1, good[0][1], None)  # the copy, a duplicate of line 1
+    assert [why for _, _, why in got[count + 1 :]] == [
+        "sample zz epoch 1 cannot be read (ValidationError: 2 validation errors for "
+        f"EvalSample, the first at input: Field required): {table.MEND_JSON_SAMPLE}",
+    ]
+    assert got[1][2] is not None and got[1][2].startswith("sample ex-1 epoch 1 cannot be")
+
+
+@pytest.mark.parametrize(
+    ("samples", "expected"),
+    [
+        (None, "the log's header lists are not in it"),
+        ({"ex-0": {}}, f"{UNREADABLE_LOG} (ValueError: its samples are not a list but an object)"),
+        ("many", f"{UNREADABLE_LOG} (ValueError: its samples are not a list but a string)"),
+    ],
+    ids=["no samples", "samples an object", "samples a string"],
+)
+def test_a_json_log_without_a_list_of_samples(
+    logs: list[Path], tmp_path: Path, samples: Any, expected: str
+) -> None:
+    def replace(document: dict[str, Any]) -> None:
+        if samples is None:
+            document.pop("samples")
+        else:
+            document["samples"] = samples
+
+    got = _frames(_json_log(logs[0], tmp_path / "a.json", replace))
+    ((line, raw, why),) = got
+    assert raw is None and why is not None and expected in why, why
+    # No samples is an eval that wrote none, counted after them; a log whose samples are
+    # no list is not one Inspect reads at all: quarantined whole.
+    assert line == (1 if samples is None else 0)
+
+
+@pytest.mark.slow
+def test_a_json_log_mended_lands_the_bad_sample_in_its_place(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    log = _json_log(logs[0], tmp_path / "inbox" / "a.json", lambda doc: _scores(doc, 1))
+    lake = tmp_path / "lake"
+    done = pipeline("ingest", log.parent, "--lake", lake)
+    assert done.returncode == 0, done.stderr
+    count = len(_frames(log))
+    assert _rows(lake, "select count(*) from task_runs") == [(count - 1,)]
+    ((line, raw, reason),) = _rows(lake, "select line, raw, reason from quarantine")
+    assert (line, raw) == (2, None) and reason.startswith("sample ex-1 epoch 1 cannot be read")
+    _json_log(logs[0], log)  # as the reason asks: the log mended (here, written again)
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*), min(line), max(line) from task_runs") == [
+        (count, 1, count)
+    ]
+    assert _rows(lake, "select count(*) from quarantine") == [(0,)]
+    assert _rows(lake, "select line, outcome from quarantine_resolved") == [(2, "landed")]
+    assert pipeline("check", "--lake", lake).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_json_log_lands_the_runs_its_eval_form_lands(logs: list[Path], tmp_path: Path) -> None:
+    # Same run_ids, records and scores either way (lines follow each form's own order).
+    sql = "select run_id, score, record from task_runs order by run_id"
+    landed = []
+    for form, path in (("eval", logs[0]), ("json", _json_log(logs[0], tmp_path / "a.json"))):
+        lake = tmp_path / form
+        assert pipeline("ingest", path, "--lake", lake).returncode == 0
+        landed.append(_rows(lake, sql))
+    assert len(landed[0]) == 2 * (PROBLEMS + 1)
+    assert landed[0] == landed[1]
 
 
 def test_the_indexes_eval_set_writes_are_skipped_not_quarantined(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ read again from anywhere is the same records: skipped as duplicates.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -187,6 +188,25 @@ class Unread:
     reason: str
 
 
+# A parsed JSON value's kind, as a reason names it.
+JSON_KINDS: dict[type, str] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+# What a .json log's sample Inspect refuses asks of the user. Its row has no text to
+# replay: the log is read again once it changes.
+MEND_JSON_SAMPLE = (
+    "mend it in the log, or write the log again with inspect-ai; the log is read again once "
+    "it changes, and the sample lands in its place"
+)
+
+
 def _eval_samples(
     log_api: Any, path: Path, header: Any, directory: Directory, expanded_bytes: int
 ) -> Iterator[Any]:
@@ -310,14 +330,18 @@ def _planned(header: Any) -> list[tuple[Any, int]] | None:
     return [(sample_id, epoch) for sample_id in ids for epoch in range(1, epochs + 1)]
 
 
-def _uncounted(missing: list[str], unlisted: int) -> Iterator[Unread]:
+def _uncounted(missing: list[str], unlisted: int, unnamed: int = 0) -> Iterator[Unread]:
     """One entry for the samples the header lists that the log lacks, one for those the log
-    holds that the header does not list: nothing the log names or holds goes uncounted."""
+    holds that the header does not list: nothing the log names or holds goes uncounted.
+    ``unnamed``: samples quarantined in their place whose id could not be read (one of them
+    may be a sample said to be lacking)."""
     if missing:
         shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        why = "an eval stopped early" + (
+            ", or one of the samples quarantined above whose id is unreadable" if unnamed else ""
+        )
         yield Unread(
-            f"{len(missing)} sample(s) the log's header lists are not in it (an eval stopped "
-            f"early?): {shown}"
+            f"{len(missing)} sample(s) the log's header lists are not in it ({why}?): {shown}"
         )
     if unlisted > 0:
         yield Unread(
@@ -331,24 +355,118 @@ def _samples(
 ) -> Iterator[Any]:
     """The log's samples, at most SAMPLES_PER_READ held at a time for a .eval log; a .json
     log is one JSON document, read whole (within the report size limit the caller checked).
-    Either way, what the header lists and the log lacks (or holds unlisted) is counted."""
-    if directory is not None:
+    Either way, what the header lists and the log lacks (or holds unlisted and unread) is
+    counted."""
+    if directory is None:
+        yield from _json_samples(log_api, path, header)
+    else:
         yield from _eval_samples(log_api, path, header, directory, expanded_bytes)
-        return
-    whole = log_api.read_eval_log(str(path))
-    samples = whole.samples or []
-    yield from samples
+
+
+def _document(path: Path) -> Any:
+    """A .json log's document, read whole: the caller checked its size against the report
+    limit. NaN and Infinity are numbers, as Inspect's parser reads them."""
+    return json.loads(path.read_bytes())
+
+
+def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
+    """A .json log's samples in its order, each validated alone as Inspect validates a .eval
+    log's sample (UNREAD_SAMPLE_FIELDS left out): one Inspect refuses is an ``Unread`` in
+    its place, naming it, and the rest are read. (read_eval_log validates the document
+    whole: one bad sample failed every other.) Each sample's parsed JSON is let go once it
+    is validated, so the document and one sample are held, not every sample twice. What the
+    header lists and the log lacks is counted after them, as for a .eval log (a refused
+    sample whose id and epoch are readable is in the log, not lacking); what it holds
+    unlisted was read in its place, so is not counted again."""
+    # The context Inspect's own readers validate a log with (inspect-ai's, not exported):
+    # a fresh one a sample, as for a .eval log's, so its message cache holds one sample's.
+    from inspect_ai._util.constants import get_deserializing_context
+
+    document = _document(path)
+    if not isinstance(document, dict):
+        raise ValueError(f"the log is {_json_kind(document)}, not a JSON object")
+    samples = document.pop("samples", None)
+    del document  # its header was read (and validated) by itself
+    if samples is None:  # an eval that wrote none: the header's samples are counted
+        samples = []
+    if not isinstance(samples, list):
+        raise ValueError(f"its samples are not a list but {_json_kind(samples)}")
+    held: set[tuple[Any, int]] = set()
+    unnamed = 0
+    for at in range(len(samples)):
+        raw, samples[at] = samples[at], None
+        try:
+            sample = _json_sample(log_api, header, raw, get_deserializing_context())
+        except Exception as exc:  # this sample's alone, quarantined in its place
+            key = _sample_key(raw)
+            if key is None:
+                unnamed += 1
+                name = f"the log's sample at position {at + 1} (its id or epoch is unreadable)"
+            else:
+                held.add(key)
+                name = f"sample {key[0]} epoch {key[1]}"
+            yield Unread(f"{name} cannot be read ({failure_text(exc)}): {MEND_JSON_SAMPLE}")
+            continue
+        held.add((sample.id, sample.epoch))
+        yield sample
     keys = _planned(header)
     if keys is None:  # nothing listed to count against
         return
-    held = {(sample.id, sample.epoch) for sample in samples}
     missing = [
         f"{sample_id} (epoch {epoch})"
         for sample_id, epoch in keys
         if (sample_id, epoch) not in held
     ]
-    # As for a .eval log: every sample held beyond those listed (a repeat counts too).
-    yield from _uncounted(missing, len(samples) - len(keys) + len(missing))
+    # Every sample the log holds, listed or not, was read in its place: none is uncounted.
+    yield from _uncounted(missing, 0, unnamed)
+
+
+def _json_kind(value: Any) -> str:
+    return JSON_KINDS.get(type(value), type(value).__name__)
+
+
+def _json_sample(log_api: Any, header: Any, raw: Any, context: dict[str, Any]) -> Any:
+    """One sample of a .json log as Inspect's whole read makes it, but for the fields a
+    task grade never needs (as a .eval log's are read)."""
+    if isinstance(raw, dict):
+        raw = {key: value for key, value in raw.items() if key not in UNREAD_SAMPLE_FIELDS}
+    sample = log_api.EvalSample.model_validate(raw, context=context)
+    # The log validator that names the score of an old inspect-ai's sample (one ``score``)
+    # after the header's first scorer, as the whole read does.
+    header.model_copy(update={"samples": [sample]}).populate_scorer_name_for_samples()
+    return sample
+
+
+def _sample_key(raw: Any) -> tuple[Any, int] | None:
+    """A refused sample's (id, epoch), when it has them as Inspect types them."""
+    if not isinstance(raw, dict):
+        return None
+    sample_id, epoch = raw.get("id"), raw.get("epoch")
+    if isinstance(sample_id, bool) or not isinstance(sample_id, int | str):
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        return None
+    return sample_id, epoch
+
+
+def _header(log_api: Any, path: Path) -> Any:
+    """The log's header, read header only. Inspect reads a .json log whose header holds NaN
+    or Infinity (a metric over no scores; its streaming parser refuses them) whole, samples
+    and all: one sample it refuses would fail the header. So a .json log whose header read
+    fails is read again without its samples; a header Inspect refuses still fails, with its
+    own error."""
+    try:
+        return log_api.read_eval_log(str(path), header_only=True)
+    except Exception:
+        if not path.name.endswith(JSON_SUFFIX):
+            raise
+        document = _document(path)
+        if not isinstance(document, dict):
+            raise
+    document.pop("samples", None)
+    rest = json.dumps(document).encode()  # NaN written as Inspect writes it (and reads it)
+    del document
+    return log_api.read_eval_log(io.BytesIO(rest), header_only=True, format="json")
 
 
 def _running(path: Path, header: Any) -> RunningEval | None:
@@ -417,7 +535,7 @@ def inspect_frames(
         if directory is not None and (damaged := directory.damaged(directory.header)):
             yield one_line(source, 0, None, f"log header: {_damaged(*damaged[0])}"), 0
             return
-        header = log_api.read_eval_log(str(path), header_only=True)
+        header = _header(log_api, path)
     except Exception as exc:  # any failure to open the log is the file's, quarantined whole
         yield one_line(source, 0, None, f"{UNREADABLE_LOG} ({failure_text(exc)})"), 0
         return
