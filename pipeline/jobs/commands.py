@@ -22,7 +22,7 @@ from pipeline.engines.local import score_part
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
-from pipeline.jobs.rubric_names import gap_notes, part_usage, scored_name_gaps, stored_gap_notes
+from pipeline.jobs.rubric_names import scored_gap_notes, stored_gap_notes
 from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.storage import lake as lk
@@ -70,7 +70,7 @@ def _ingest_and_score(
         report.notes = notes + report.notes
         if rubric is not None:
             # An explicit rubric: which of its names no landed run carries, and the other way.
-            scored.notes += stored_gap_notes(lake, chosen.rubric_id)
+            scored.notes += stored_gap_notes(lake, chosen)
         build_warehouse(lake, chosen.rubric_id)
     return report, scored
 
@@ -91,7 +91,7 @@ def score(
         result = score_locked(lake, chosen, full=True, engine=engine or LocalEngine())
         result.notes = notes + result.notes
         if rubric is not None:
-            result.notes += stored_gap_notes(lake, chosen.rubric_id)
+            result.notes += stored_gap_notes(lake, chosen)
         build_warehouse(lake, chosen.rubric_id)
         return result
 
@@ -130,12 +130,12 @@ def dry_run(
             surface_after=after("surface_scores"),
         )
         if given:
-            usage = (
-                part_usage(store.part("task_runs", part), tables["task_component_scores"].lazy())
+            counted = (
+                (store.part("task_runs", part), tables["task_component_scores"].lazy())
                 for part, tables in zip(parts, scored, strict=True)
                 if "task_component_scores" in tables
             )
-            diff.notes.extend(gap_notes(rubric.rubric_id, scored_name_gaps(usage)))
+            diff.notes.extend(scored_gap_notes(rubric, counted))
         return diff
 
 

@@ -15,6 +15,7 @@ import polars as pl
 
 from pipeline.core import repeatable
 from pipeline.jobs.rubric_names import stored_gap_notes
+from pipeline.storage.rubrics import stored_rubric
 from pipeline.storage.store import LakeStore
 from pipeline.tasks.formulas import STATUS_SCORED
 
@@ -251,7 +252,8 @@ def rescore_diff(
     )
     coverage = {**task_cover.row(0, named=True), **surface_cover.row(0, named=True)}
     # A dry run's scores are in memory: its caller tells their names.
-    notes = stored_gap_notes(lake, rubric_to) if after is None else []
+    stored = stored_rubric(lake, rubric_to) if after is None else None
+    notes = stored_gap_notes(lake, stored) if stored is not None else []
     return RescoreDiff(
         rubric_from, rubric_to, by_env, ranking, surface, distribution, coverage, notes
     )

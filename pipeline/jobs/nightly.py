@@ -174,7 +174,7 @@ def nightly(
             summary.full_rescore = result.full
             if rubric_changed:
                 # The night applied a rubric: which of its names no landed run carries.
-                notes.extend(stored_gap_notes(lake, rubric.rubric_id))
+                notes.extend(stored_gap_notes(lake, rubric))
             with timed(seconds, "warehouse"):
                 build_warehouse(lake, rubric.rubric_id)
         with timed(seconds, "check"):

@@ -248,6 +248,6 @@ def replay_quarantine(
         notes = report.notes
         if rubric is not None:
             # An explicit rubric: which of its names no landed run carries, and the other way.
-            notes = [*notes, *stored_gap_notes(lake, chosen.rubric_id)]
+            notes = [*notes, *stored_gap_notes(lake, chosen)]
         build_warehouse(lake, chosen.rubric_id)
         return replace(report, scored=scored, notes=notes)

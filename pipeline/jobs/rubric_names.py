@@ -7,9 +7,11 @@ component later), so it is a note, not a refusal: each weighted component that n
 run of its env type carries, with the closest name those runs do carry, and each component
 they carry that the rubric gives no weight (``unknown_component``).
 
-Read from the score rows a scoring just wrote (TaskComponentScore: ``in_record``,
-``in_rubric``), each with its run's env type: one part at a time, reduced to a row per env
-type and component, so the work is a join and a group_by per part.
+Read from the score rows a scoring just wrote (TaskComponentScore). Scoring gives every
+run a row for each component of its env's weights (``in_rubric``) and of its record
+(``in_record``), so a weighted component no run of the env carries is one whose rows out of
+the record number the env's runs. Only the rows outside the rubric or the record (few, unless
+a rubric names something nobody sends) meet their runs' env type, part by part.
 """
 
 from __future__ import annotations
@@ -20,25 +22,23 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.rubric import Rubric
 from pipeline.storage.store import LakeStore
+from pipeline.tasks.keys import rubric_weights_frame
 
-USAGE_SCHEMA = pl.Schema(
-    {
-        "env_type": pl.String,
-        "component": pl.String,
-        # Some run of the env type carries the component in its record.
-        "in_record": pl.Boolean,
-        # The rubric's [task.<env>] weights name it.
-        "in_rubric": pl.Boolean,
-    }
+# Score rows outside the rubric or the record, counted by env type and component.
+OUTSIDE_SCHEMA = pl.Schema(
+    {"env_type": pl.String, "component": pl.String, "in_rubric": pl.Boolean, "rows": pl.UInt32}
 )
+RUNS_SCHEMA = pl.Schema({"env_type": pl.String, "runs": pl.UInt32})
 GAP_SCHEMA = pl.Schema(
     {
         "env_type": pl.String(),
         "component": pl.String(),
         # True: the rubric weighs it and no landed run carries it; False: the other way round.
         "in_rubric": pl.Boolean(),
-        # The env's landed components, for the closest name to one the rubric gives.
+        # The components the env's landed runs carry, for the name closest to one the rubric
+        # gives.
         "landed": pl.List(pl.String()),
     }
 )
@@ -49,36 +49,67 @@ NOTE_NAMES_MAX = 10
 CLOSE_NAME_CUTOFF = 0.6
 
 
-def component_usage(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per env type and component, whether any of ``rows`` (USAGE_SCHEMA's columns, one per
-    score row or already reduced) has it in a record and in the rubric. Its output is valid
-    input, so parts are reduced one by one and their results once more."""
-    return rows.group_by("env_type", "component").agg(
-        pl.col("in_record").any(), pl.col("in_rubric").any()
-    )
-
-
-def part_usage(runs: pl.LazyFrame, component_scores: pl.LazyFrame) -> pl.LazyFrame:
-    """``component_usage`` of one part: its TaskComponentScore rows with their runs' env type."""
-    return component_usage(
-        component_scores.select("run_id", "component", "in_record", "in_rubric").join(
-            runs.select("run_id", "env_type"), on="run_id", how="inner"
-        )
-    )
-
-
-def name_gaps(usage: pl.LazyFrame) -> pl.LazyFrame:
-    """The (env type, component) pairs of ``usage`` in the rubric or the records but not both
-    (GAP_SCHEMA), sorted. An env type the rubric does not weigh at all is left out: its runs
-    are flagged ``unknown_env_type``, and no ``[task.<env>]`` table has a name to fix."""
-    usage = component_usage(usage)
-    per_env = usage.group_by("env_type").agg(
-        pl.col("in_rubric").any().alias("env_known"),
-        pl.col("component").filter(pl.col("in_record")).sort().alias("landed"),
+def part_counts(
+    runs: pl.LazyFrame, component_scores: pl.LazyFrame
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """One part's runs by env type (RUNS_SCHEMA), and its TaskComponentScore rows outside the
+    rubric or the record, with their runs' env type, counted (OUTSIDE_SCHEMA)."""
+    env = runs.select("run_id", "env_type")
+    outside = (
+        component_scores.filter(pl.col("in_record") != pl.col("in_rubric"))
+        .select("run_id", "component", "in_rubric")
+        .join(env, on="run_id", how="inner")
     )
     return (
-        usage.filter(pl.col("in_record") != pl.col("in_rubric"))
-        .join(per_env.filter(pl.col("env_known")), on="env_type", how="inner")
+        _counted_runs(env.select("env_type", pl.lit(1, pl.UInt32).alias("runs"))),
+        _counted_outside(outside.with_columns(pl.lit(1, pl.UInt32).alias("rows"))),
+    )
+
+
+def _counted_runs(runs: pl.LazyFrame) -> pl.LazyFrame:
+    return runs.group_by("env_type").agg(pl.col("runs").sum())
+
+
+def _counted_outside(outside: pl.LazyFrame) -> pl.LazyFrame:
+    # in_rubric is the same in every row of an env type and component: its weights decide it.
+    return outside.group_by("env_type", "component").agg(
+        pl.col("in_rubric").first(), pl.col("rows").sum()
+    )
+
+
+def name_gaps(runs: pl.LazyFrame, outside: pl.LazyFrame, weights: pl.LazyFrame) -> pl.LazyFrame:
+    """The (env type, component) pairs in the rubric's ``weights`` (env_type, component) or in
+    landed records but not both (GAP_SCHEMA), sorted, from ``runs`` and ``outside`` (one or
+    more parts' ``part_counts``, added up here). An env type with no landed run is left out,
+    and so is one the rubric does not weigh at all: its runs are flagged ``unknown_env_type``,
+    and no ``[task.<env>]`` table has a name to fix."""
+    runs, outside = _counted_runs(runs), _counted_outside(outside)
+    weighed = weights.select("env_type", "component").join(runs, on="env_type", how="inner")
+    unlanded = (
+        outside.filter(pl.col("in_rubric"))
+        .join(runs, on="env_type", how="inner")
+        .filter(pl.col("rows") == pl.col("runs"))
+        .select("env_type", "component", "in_rubric")
+    )
+    unweighted = (
+        outside.filter(~pl.col("in_rubric"))
+        .join(weighed.select("env_type").unique(), on="env_type", how="semi")
+        .select("env_type", "component", "in_rubric")
+    )
+    # The weighed components some run carries, and those the rubric does not weigh.
+    carried = pl.concat(
+        [
+            weighed.join(unlanded, on=["env_type", "component"], how="anti").select(
+                "env_type", "component"
+            ),
+            unweighted.select("env_type", "component"),
+        ]
+    )
+    landed = carried.group_by("env_type").agg(pl.col("component").sort().alias("landed"))
+    return (
+        pl.concat([unlanded, unweighted])
+        .join(landed, on="env_type", how="left")
+        .with_columns(pl.col("landed").fill_null([]))
         .select(list(GAP_SCHEMA))
         .cast(GAP_SCHEMA)
         .sort("env_type", "in_rubric", "component", descending=[False, True, False])
@@ -120,19 +151,24 @@ def gap_notes(rubric_id: str, gaps: pl.DataFrame) -> list[str]:
     return notes
 
 
-def scored_name_gaps(parts: Iterable[pl.LazyFrame]) -> pl.DataFrame:
-    """``name_gaps`` of the ``part_usage`` of each part."""
-    plans = list(parts)
-    usage = pl.concat(plans) if plans else pl.LazyFrame(schema=USAGE_SCHEMA)
-    return name_gaps(usage).collect()
+def scored_gap_notes(
+    rubric: Rubric, parts: Iterable[tuple[pl.LazyFrame, pl.LazyFrame]]
+) -> list[str]:
+    """``gap_notes`` of the task runs and TaskComponentScore rows of each part, under
+    ``rubric``."""
+    counted = [part_counts(runs, scores) for runs, scores in parts]
+    runs = pl.concat([c[0] for c in counted]) if counted else pl.LazyFrame(schema=RUNS_SCHEMA)
+    outside = pl.concat([c[1] for c in counted]) if counted else pl.LazyFrame(schema=OUTSIDE_SCHEMA)
+    gaps = name_gaps(runs, outside, rubric_weights_frame(rubric)).collect()
+    return gap_notes(rubric.rubric_id, gaps)
 
 
-def stored_gap_notes(lake: Path, rubric_id: str) -> list[str]:
-    """``gap_notes`` of the task runs scored under ``rubric_id`` in ``lake``, part by part."""
+def stored_gap_notes(lake: Path, rubric: Rubric) -> list[str]:
+    """``gap_notes`` of the task runs scored under ``rubric`` in ``lake``."""
     store = LakeStore(lake)
     table = "task_component_scores"
     parts = (
-        part_usage(store.part("task_runs", part), store.scored_part(rubric_id, table, part))
-        for part in store.scored_parts(rubric_id, table)
+        (store.part("task_runs", part), store.scored_part(rubric.rubric_id, table, part))
+        for part in store.scored_parts(rubric.rubric_id, table)
     )
-    return gap_notes(rubric_id, scored_name_gaps(parts))
+    return scored_gap_notes(rubric, parts)
