@@ -244,7 +244,7 @@ def print_rescore_diff(console: Console, diff: RescoreDiff, *, as_json: bool) ->
     for row in diff.ranking.rows():
         moves.add_row(*(_cell(value) for value in row))
     print_table(console, moves)
-    for note in diff.unscored_notes():
+    for note in [*diff.unscored_notes(), *diff.notes]:
         console.print(f"note: {visible(note)}", highlight=False, markup=False)
     if diff.surface_changes.is_empty() and diff.letter_distribution.is_empty():
         return

@@ -22,6 +22,7 @@ from pipeline.engines.local import score_part
 from pipeline.jobs.lineage import RescoreDiff, rescore_diff
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestReport, RunSummary, ScoreResult
+from pipeline.jobs.rubric_names import scored_gap_notes, stored_gap_notes
 from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.storage import lake as lk
@@ -67,6 +68,9 @@ def _ingest_and_score(
             report = ingest_locked(inputs, lake, chosen, settings=limits, tx=tx)
             scored = score_locked(lake, chosen, full=False, tx=tx, verified=verified)
         report.notes = notes + report.notes
+        if rubric is not None:
+            # An explicit rubric: which of its names no landed run carries, and the other way.
+            scored.notes += stored_gap_notes(lake, chosen)
         build_warehouse(lake, chosen.rubric_id)
     return report, scored
 
@@ -86,6 +90,8 @@ def score(
         chosen = lake_rubric(lake, rubric)
         result = score_locked(lake, chosen, full=True, engine=engine or LocalEngine())
         result.notes = notes + result.notes
+        if rubric is not None:
+            result.notes += stored_gap_notes(lake, chosen)
         build_warehouse(lake, chosen.rubric_id)
         return result
 
@@ -103,24 +109,34 @@ def dry_run(
         if writable:
             prepare(lake)
         before = current_rubric(lake)
+        given = rubric is not None
         rubric = lake_rubric(lake, rubric)
         if before is None:
             raise lk.InputError(f"the lake {lake} has no scores yet to compare a rubric against")
         store = LakeStore(lake)
-        scored = [score_part(store, part, rubric) for part in store.all_parts()]
+        parts = store.all_parts()
+        scored = [score_part(store, part, rubric) for part in parts]
 
         def after(table: str) -> pl.LazyFrame:
             frames = [tables[table] for tables in scored if table in tables]
             empty = pl.DataFrame(schema=polars_schema(SCORED[table]))
             return (pl.concat(frames) if frames else empty).lazy()
 
-        return rescore_diff(
+        diff = rescore_diff(
             lake,
             before.rubric_id,
             rubric.rubric_id,
             after=after("task_scores"),
             surface_after=after("surface_scores"),
         )
+        if given:
+            counted = (
+                (store.part("task_runs", part), tables["task_component_scores"].lazy())
+                for part, tables in zip(parts, scored, strict=True)
+                if "task_component_scores" in tables
+            )
+            diff.notes.extend(scored_gap_notes(rubric, counted))
+        return diff
 
 
 def run(

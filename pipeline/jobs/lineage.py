@@ -14,6 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core import repeatable
+from pipeline.jobs.rubric_names import stored_gap_notes
+from pipeline.storage.rubrics import stored_rubric
 from pipeline.storage.store import LakeStore
 from pipeline.tasks.formulas import STATUS_SCORED
 
@@ -55,6 +57,8 @@ class RescoreDiff:
     # and how many have no score under each rubric (landed after it was replaced, or its
     # score files removed): left out above.
     coverage: dict[str, int] = field(default_factory=dict)
+    # The component names the "to" rubric and the landed runs do not share (rubric_names).
+    notes: list[str] = field(default_factory=list)
 
     def unscored_notes(self) -> list[str]:
         """What the diff could not compare, one line per rubric and kind that lacks scores."""
@@ -78,6 +82,7 @@ class RescoreDiff:
             "from": self.rubric_from,
             "to": self.rubric_to,
             "coverage": self.coverage,
+            "notes": self.notes,
             "by_env_type": self.by_env_type.to_dicts(),
             "ranking": self.ranking.to_dicts(),
             "surface_changes": self.surface_changes.to_dicts(),
@@ -246,7 +251,12 @@ def rescore_diff(
         ]
     )
     coverage = {**task_cover.row(0, named=True), **surface_cover.row(0, named=True)}
-    return RescoreDiff(rubric_from, rubric_to, by_env, ranking, surface, distribution, coverage)
+    # A dry run's scores are in memory: its caller tells their names.
+    stored = stored_rubric(lake, rubric_to) if after is None else None
+    notes = stored_gap_notes(lake, stored) if stored is not None else []
+    return RescoreDiff(
+        rubric_from, rubric_to, by_env, ranking, surface, distribution, coverage, notes
+    )
 
 
 def _coverage(

@@ -21,6 +21,7 @@ from pipeline.jobs.check import check_lake_locked
 from pipeline.jobs.ingest import ingest_locked
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.results import IngestCounts, IngestReport
+from pipeline.jobs.rubric_names import stored_gap_notes
 from pipeline.jobs.score import pending_parts, score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.sources.discover import scan_inputs, source_name
@@ -171,6 +172,9 @@ def nightly(
             summary.task_runs_scored = result.task_runs
             summary.surface_grades_scored = result.surface_runs
             summary.full_rescore = result.full
+            if rubric_changed:
+                # The night applied a rubric: which of its names no landed run carries.
+                notes.extend(stored_gap_notes(lake, rubric))
             with timed(seconds, "warehouse"):
                 build_warehouse(lake, rubric.rubric_id)
         with timed(seconds, "check"):

@@ -43,6 +43,7 @@ from pipeline.jobs.earlier import (
 from pipeline.jobs.prepare import prepare
 from pipeline.jobs.replay_blocks import BlockReplay, block_ranges
 from pipeline.jobs.results import ScoreResult
+from pipeline.jobs.rubric_names import stored_gap_notes
 from pipeline.jobs.score import score_locked, verify_landed
 from pipeline.rubric import Rubric
 from pipeline.sources.blocks import UNREADABLE
@@ -244,5 +245,9 @@ def replay_quarantine(
         with lk.Transaction(lake) as tx:
             report = replay_locked(lake, rubric, tx=tx)
             scored = score_locked(lake, chosen, full=False, tx=tx, verified=verified)
+        notes = report.notes
+        if rubric is not None:
+            # An explicit rubric: which of its names no landed run carries, and the other way.
+            notes = [*notes, *stored_gap_notes(lake, chosen)]
         build_warehouse(lake, chosen.rubric_id)
-        return replace(report, scored=scored)
+        return replace(report, scored=scored, notes=notes)

@@ -26,8 +26,8 @@ def _skip_note(path: Path, why: str) -> str:
     return f"{path}: {why}, skipped unread (only regular files inside the input folder are read)"
 
 
-# Ends every note of a lake left out of a folder's files (how the CLI finds them among notes).
-LAKE_SKIPPED = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+# Ends every note of a lake left out of the inputs (how the CLI finds them among notes).
+LAKE_SKIPPED = "skipped unread (no INPUT yields the files of a lake)"
 
 
 def own_lake_note(folder: Path, *, inside: bool = False) -> str:
@@ -50,6 +50,25 @@ def _lake_skipped(folder: Path, own: Path | None) -> str | None:
     if sign is None:
         return None
     return f"{folder}: a lake (it holds {sign}), {LAKE_SKIPPED}"
+
+
+def _inside_lake(item: Path, own: Path | None, signs: dict[Path, str | None]) -> str | None:
+    """The note for an input (a folder or a file) that lies inside a lake, naming the lake (the
+    one the command writes, or the nearest folder above it that is one), else None.
+
+    Each folder above it up to the root is looked at once per scan (``signs``, by folder): a
+    few stat calls each. A folder the system will not let us look into is no lake we know of.
+    """
+    where = item.resolve()
+    if own is not None and where != own and where.is_relative_to(own):
+        return own_lake_note(item, inside=True)
+    for folder in where.parents:
+        if folder not in signs:
+            signs[folder] = lake_sign(folder)
+        sign = signs[folder]
+        if sign is not None:
+            return f"{item}: inside the lake {folder} (it holds {sign}), {LAKE_SKIPPED}"
+    return None
 
 
 def _scan_folder(folder: Path, own: Path | None) -> Inputs:
@@ -122,17 +141,22 @@ def scan_inputs(
     Symbolic links (given, or met in a folder) and anything else that is not a regular file
     or a folder are skipped with a note, never read. Each file is resolved, and named once
     however many inputs name it; a folder gives no file of a lake (the ``lake`` written to,
-    or any other: a copied lake in an inbox), each lake left out with a note. A file given
-    by its path is read wherever it is. An input that does not exist is refused, unless the
+    or any other: a copied lake in an inbox), each lake left out with a note; an input (a
+    folder or a file) inside a lake is left out whole, with a note naming the lake (a lake's
+    state, manifests and score inputs are JSON, each quarantined as a bad record if read); a
+    file beside a lake is read. An input that does not exist is refused, unless the
     inputs were ``discovered`` by a scan of this command (a nightly's inbox): one gone
     since is read, and quarantined whole as unreadable, like a file that vanishes later.
     """
     own = lake.resolve() if lake is not None else None
     files: list[Path] = []
     skipped: list[str] = []
+    signs: dict[Path, str | None] = {}
     for item in inputs:
         if item.is_symlink():
             skipped.append(_skip_note(item, "a symbolic link"))
+        elif (inside := _inside_lake(item, own, signs)) is not None:
+            skipped.append(inside)
         elif item.is_dir():
             found = _scan_folder(item, own)
             files.extend(f.resolve() for f in found.files)

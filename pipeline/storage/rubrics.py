@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.rubric import Rubric, parse_rubric
+from pipeline.rubric import Rubric, RubricError, parse_rubric
 from pipeline.storage import lake as lk
 from pipeline.storage.state import CURRENT_RUBRIC, RUBRICS
 from pipeline.storage.store import LakeStore
@@ -58,6 +58,18 @@ def known_rubrics(lake: Path) -> dict[str, dict[str, object]]:
     known = LakeStore(lake).read_state(RUBRICS, {})
     # Not a mapping (a hand's null): it names nothing (repair_state rebuilds it).
     return known if isinstance(known, dict) else {}
+
+
+def stored_rubric(lake: Path, rubric_id: str) -> Rubric | None:
+    """The rubric the lake filed scores under as ``rubric_id`` (lineage); None when it holds
+    none by that id, or the content no longer parses (a hand's edit: ``check`` names it)."""
+    resolved = known_rubrics(lake).get(rubric_id)
+    if not isinstance(resolved, dict):
+        return None
+    try:
+        return parse_rubric({**resolved, "rubric_id": rubric_id})
+    except RubricError:
+        return None
 
 
 def stage_rubric(tx: lk.Transaction, lake: Path, rubric: Rubric) -> None:

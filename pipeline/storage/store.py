@@ -121,6 +121,15 @@ class LakeStore:
         """A score table under ``rubric_id`` (every part's file)."""
         return lk.scan_files(lk.parquet_files(self._score_dir(rubric_id, table)), _schema(table))
 
+    def scored_part(self, rubric_id: str, table: str, part: str) -> pl.LazyFrame:
+        """One part's file of a score table under ``rubric_id`` (empty when it has none)."""
+        path = self._score_dir(rubric_id, table) / f"{part}.parquet"
+        if self.pending is not None:
+            found = self.pending.file_after(path)
+        else:
+            found = path if path.exists() else None
+        return lk.scan_files([found] if found is not None else [], _schema(table))
+
     def landed_after(self, table: str, tx: lk.Transaction) -> pl.LazyFrame:
         """A landed table as it will be once ``tx`` commits."""
         return lk.scan_files(tx.files_after(self._landed_dir(table)), _schema(table))

@@ -535,7 +535,7 @@ def test_ingest_counts_a_file_named_twice_once(tmp_path: Path) -> None:
     assert (report.files, report.lines_read, report.quarantined) == (1, 2, 2)
 
 
-LAKE_SKIPPED = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+LAKE_SKIPPED = "skipped unread (no INPUT yields the files of a lake)"
 
 
 def quarantined_sources(lake: Path) -> list[str]:
@@ -571,10 +571,17 @@ def test_a_folder_given_as_input_yields_no_file_of_any_lake_inside_it(tmp_path: 
     assert code == 2
     assert f"no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {inside}; " in out
     assert f"{inside}: a lake (it holds _state/lake.json), {LAKE_SKIPPED}" in out
-    # A file named by its path is read wherever it is (and is no record: quarantined).
-    marker = inside / "_state" / "lake.json"
-    assert cli("ingest", str(marker), "--lake", str(other))[0] == 0
-    assert quarantined_sources(other) == [str(marker.resolve())]
+    # Nor does a folder or a file inside a lake: exit 2, naming the lake (each had been read,
+    # its JSON quarantined as bad records into the lake written to).
+    for given in (inside / "_state", inside / "task_runs", inside / "_state" / "lake.json"):
+        code, out = cli("ingest", str(given), "--lake", str(other))
+        assert code == 2, out
+        said = f"{given}: inside the lake {inside} (it holds _state/lake.json), {LAKE_SKIPPED}"
+        assert said in out, out
+    assert quarantined_sources(other) == []
+    # A file kept beside a lake is read.
+    code, out = cli("ingest", str(data / "in" / "a.jsonl"), "--lake", str(inside))
+    assert code == 0 and out.splitlines()[3].split()[:3] == ["1", "2", "0"], out
 
 
 @pytest.mark.slow

@@ -174,8 +174,7 @@ def test_a_folder_holding_only_the_lake_says_why_it_names_no_input(tmp_path: Pat
     line = refused("ingest", str(tmp_path / "data"), "--lake", str(lake))
     assert line == (
         f"usage: no input files (*.jsonl, *.jsonl.gz, *.json, *.eval) in {tmp_path / 'data'}; "
-        f"{lake}: the lake --lake names, skipped unread (a folder given as INPUT never "
-        "yields the files of a lake)"
+        f"{lake}: the lake --lake names, skipped unread (no INPUT yields the files of a lake)"
     )
 
 

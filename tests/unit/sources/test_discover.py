@@ -49,7 +49,7 @@ def test_a_file_named_twice_is_read_once_and_the_lake_is_not_an_input(tmp_path: 
     assert files == [a.resolve()]
 
 
-LAKE_NOTE = "skipped unread (a folder given as INPUT never yields the files of a lake)"
+LAKE_NOTE = "skipped unread (no INPUT yields the files of a lake)"
 
 
 def test_every_lake_in_a_folder_is_skipped_with_a_note_the_one_written_without(
@@ -79,21 +79,94 @@ def test_every_lake_in_a_folder_is_skipped_with_a_note_the_one_written_without(
     ]
 
 
-def test_a_folder_that_is_a_lake_or_inside_the_lake_yields_nothing_but_its_files_by_path_do(
-    tmp_path: Path,
-) -> None:
-    state = _touch(tmp_path / "old" / "_state" / "lake.json")
+def test_a_folder_that_is_a_lake_or_inside_the_lake_yields_nothing(tmp_path: Path) -> None:
+    _touch(tmp_path / "old" / "_state" / "lake.json")
     _touch(tmp_path / "own" / "_state" / "lake.json")
     own_inbox = _touch(tmp_path / "own" / "inbox" / "a.jsonl").parent
-    scanned = scan_inputs([tmp_path / "old", own_inbox], lake=tmp_path / "own")
+    own_file = _touch(tmp_path / "own" / "_state" / "ledger.json")
+    scanned = scan_inputs([tmp_path / "old", own_inbox, own_file], lake=tmp_path / "own")
     assert scanned.files == []
     assert scanned.skipped == [
         f"{tmp_path / 'old'}: a lake (it holds _state/lake.json), {LAKE_NOTE}",
         f"{own_inbox}: inside the lake --lake names, {LAKE_NOTE}",
+        f"{own_file}: inside the lake --lake names, {LAKE_NOTE}",
     ]
-    # A file named by its path is read whatever its name and wherever it is (the README's
-    # "a file named explicitly is read whatever its name").
-    assert scan_inputs([state]).files == [state.resolve()]
+
+
+def test_an_input_inside_another_lake_is_skipped_naming_it_one_beside_it_is_read(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    lake = data / "otherlake"
+    state = _touch(lake / "_state" / "lake.json")
+    runs = _touch(lake / "task_runs" / "p.json").parent
+    deep = _touch(lake / "inbox" / "deeper" / "a.jsonl")
+    beside = _touch(data / "inbox" / "x.jsonl")
+    # Spelled through the lake's parent (..): the place is what counts.
+    spelled = lake / "task_runs" / ".." / "_state"
+    scanned = scan_inputs(
+        [lake / "_state", runs, state, deep, deep.parent, spelled, beside, data / "inbox"],
+        lake=tmp_path / "mylake",
+    )
+    assert scanned.files == [beside.resolve()]
+    inside = f"inside the lake {lake} (it holds _state/lake.json), {LAKE_NOTE}"
+    assert scanned.skipped == [
+        f"{path}: {inside}" for path in (lake / "_state", runs, state, deep, deep.parent, spelled)
+    ]
+
+
+def test_a_lake_above_is_found_by_any_of_its_signs_and_the_nearest_is_named(
+    tmp_path: Path,
+) -> None:
+    # An older lake without the marker (its _parts/ beside a landed table), holding a lake.
+    _touch(tmp_path / "old" / "_parts" / "p.json")
+    (tmp_path / "old" / "task_runs").mkdir()
+    nested = _touch(tmp_path / "old" / "copy" / "_state" / "lake.json").parent.parent
+    first = _touch(tmp_path / "old" / "task_runs" / "a.jsonl")
+    second = _touch(nested / "quarantine" / "q.json")
+    scanned = scan_inputs([first, second])
+    assert scanned.files == []
+    assert scanned.skipped == [
+        f"{first}: inside the lake {tmp_path / 'old'} (it holds _parts/), {LAKE_NOTE}",
+        f"{second}: inside the lake {nested} (it holds _state/lake.json), {LAKE_NOTE}",
+    ]
+
+
+def test_a_folder_above_that_cannot_be_looked_into_is_no_lake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given = _touch(tmp_path / "locked" / "in" / "a.jsonl")
+    locked, stat = (tmp_path / "locked").resolve(), os.stat
+    refused: list[Path] = []
+
+    def stat_of(path: Any, *args: Any, **kwargs: Any) -> Any:
+        # Only the way to the input may be looked at: a lake's signs beside it may not.
+        if Path(path).parent == locked and Path(path).name != "in":
+            refused.append(Path(path))
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat_of)
+    assert scan_inputs([given]).files == [given.resolve()]
+    assert refused  # the signs were looked for, and not finding them was no error
+
+
+def test_each_folder_above_the_inputs_is_looked_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.sources import discover
+
+    files = [_touch(tmp_path / "in" / f"{i}.jsonl") for i in range(5)]
+    seen: list[Path] = []
+    real = discover.lake_sign
+
+    def counted(path: Path) -> str | None:
+        seen.append(path)
+        return real(path)
+
+    monkeypatch.setattr(discover, "lake_sign", counted)
+    assert scan_inputs(files).files == [f.resolve() for f in files]
+    assert len(seen) == len(set(seen)) == len((tmp_path / "in").resolve().parents) + 1
 
 
 def test_a_folder_with_a_copied_warehouse_is_no_lake_its_inputs_are_read(tmp_path: Path) -> None:
