@@ -4,8 +4,12 @@ and holds one level at a time."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.core.jsonwalk import walk_json
 from pipeline.core.sql import connect, run_sql, sql_text
@@ -121,3 +125,41 @@ def test_a_list_over_the_limit_keeps_its_row_but_not_its_text() -> None:
         ("n[1]", "2", 2.0),
         ("s", f'"{long}"', None),  # 32 bytes: a string is kept whatever its length
     ]
+
+
+_KEYS = st.text(
+    alphabet=st.sampled_from(["a", "Z", "_", "1", ".", '"', "\\", " ", "é", "["]), max_size=4
+)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(_KEYS, _JSON, max_size=5), min_size=1, max_size=4))
+def test_the_walk_finds_json_trees_nodes_for_any_document(documents: list[object]) -> None:
+    # Keys that need quoting, nested and empty lists and objects, every JSON scalar: the
+    # walk's rows are json_tree's, filtered as run_metadata.sql filters them, in any shape.
+    docs = pl.DataFrame(
+        {"row_nr": range(len(documents)), "doc": [json.dumps(d) for d in documents]},
+        schema={"row_nr": pl.Int64, "doc": pl.String},
+    )
+    con = connect()
+    try:
+        walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
+        con.register("docs", docs)
+        tree = con.sql(
+            "select d.row_nr, substr(t.fullkey, 3), t.value::varchar, "
+            "case when t.type in ('UBIGINT', 'BIGINT', 'DOUBLE') then t.value::double end "
+            "from docs as d, json_tree(d.doc) as t "
+            "where t.fullkey <> '$' and (t.type <> 'OBJECT' or t.value::varchar = '{}')"
+        ).fetchall()
+    finally:
+        con.close()
+    assert sorted(walked.rows(), key=repr) == sorted(tree, key=repr)
