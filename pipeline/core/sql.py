@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import duckdb
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+# A warehouse macro every connection has too: the quoting of a JSON key in a path.
+JSON_KEYS_MACRO = "macros/json_keys.sql"
 
 
 @cache
@@ -59,6 +61,8 @@ def connect() -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(config=duckdb_config())
+    # run_metadata's keys are built here with the warehouse's own quoting of a key.
+    con.execute(sql_text(JSON_KEYS_MACRO))
     con.execute(sql_text("queries/session.sql"))
     return con
 

@@ -7,7 +7,8 @@ create or replace view by_defect as
 with scored as (
     select
         defect_id,
-        any_value(cwe) as cwe,
+        -- The least of its CWEs: any_value would name the one the aggregate met first.
+        min(cwe) as cwe,
         env_type,
         count(distinct agent) as agents,
         unnest(run_aggregates(status, score, passed))

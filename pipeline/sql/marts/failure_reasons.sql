@@ -1,6 +1,8 @@
 -- failure_reasons: each scored run whose gate failed, beside its gate component's
 -- metadata (every key under "<gate>.", as one JSON object) and the first text
--- found under "<gate>.reason", so why it failed reads without parsing JSON.
+-- found under "<gate>.reason", so why it failed reads without parsing JSON. The gate's
+-- name is a step of run_metadata's keys as they are written (json_key_step: quoted when it
+-- is not a plain identifier, "crash-check".reason).
 create or replace view failure_reasons as
 with failed as (
     select run_id, agent, agent_version, problem_id, env_type, defect_id, cwe, trial,
@@ -8,17 +10,21 @@ with failed as (
     from task_runs
     where status = 'scored' and gate_passed = false
 ),
+gates as (
+    -- The gate's key below grade.metadata, with the dot that ends it (a leading one cut).
+    select *, substr(json_key_step(gate_component), 2) || '.' as gate_prefix
+    from failed
+),
 gate_metadata as (
     select
         f.run_id,
-        json_group_object(substr(m.key, length(f.gate_component) + 2), m.value::json)
+        json_group_object(substr(m.key, length(f.gate_prefix) + 1), m.value::json)
             as gate_metadata,
-        min(case when m.key = f.gate_component || '.reason' then m.value ->> '$' end)
-            as reason
-    from failed as f
+        min(case when m.key = f.gate_prefix || 'reason' then m.value ->> '$' end) as reason
+    from gates as f
     -- A list over run_metadata's limit has no text (null): its items stand for it.
     join run_metadata as m
-        on m.run_id = f.run_id and starts_with(m.key, f.gate_component || '.')
+        on m.run_id = f.run_id and starts_with(m.key, f.gate_prefix)
         and m.value is not null
     group by f.run_id
 )

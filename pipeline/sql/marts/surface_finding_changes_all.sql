@@ -1,8 +1,8 @@
 -- surface_finding_changes_all: for every pair in surface_version_pairs, one row per finding
 -- of either version, matched by int_surface_finding_keys: change = new (only in to),
 -- resolved (only in from), worse / better (severity_display, mcp-xray's 3 decimals, rose /
--- fell), or same. tool is the target tools joined by ', ' (tools: the list, the later
--- version's when both have the finding); match_tools, identity and occurrence: the key that
+-- fell), or same. tool is the target tools joined by ', ' (tools: the list, the to
+-- version's when both have the finding, the later one's when steps > 0); match_tools, identity and occurrence: the key that
 -- matched it;
 -- severity_before / severity_after are null on the side that lacks the finding.
 create or replace view surface_finding_changes_all as

@@ -1,7 +1,9 @@
 -- surface_versions: one row per version of an MCP server, the report that stands for it (its
--- latest, as int_surface_reports ranks them) and the version's place
--- in the server's history (version_order 1 = oldest). A null server_version is one version,
--- named 'unversioned' in version_label (as in a run_id made for such a report).
+-- latest, as int_surface_reports ranks them) and the version's place in the server's history
+-- (version_order 1 = oldest, by the generated_at of the report that stands for it: an old
+-- version reported again after a newer one moves after it, as the one mcp-xray graded last).
+-- A null server_version is one version, named 'unversioned' in version_label (as in a run_id
+-- made for such a report).
 create or replace view surface_versions as
 select
     server,

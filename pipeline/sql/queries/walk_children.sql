@@ -1,19 +1,14 @@
 -- The next level of a JSON walk (pipeline/core/jsonwalk.py): the children of every object
 -- and list of table walk_level, unnested from its own text, become walk_level. Paths as
--- json_tree writes them: a key that is not a plain identifier quoted, a."b.c"; list items
+-- json_tree writes them: a key that is not a plain identifier quoted, a."b.c", by
+-- json_key_step (macros/json_keys.sql, which the views looking keys up use too); list items
 -- as [i].
 create or replace temp table walk_next as
 select
     row_nr,
     fullkey || unnest(
         case
-            when node_type = 'OBJECT' then list_transform(
-                keys,
-                lambda k: case
-                    when regexp_full_match(k, '[A-Za-z][A-Za-z0-9_]*') then '.' || k
-                    else '."' || replace(replace(k, '\', '\\'), '"', '\"') || '"'
-                end
-            )
+            when node_type = 'OBJECT' then list_transform(keys, lambda k: json_key_step(k))
             else list_transform(range(len(children)::bigint), lambda i: '[' || i || ']')
         end
     ) as fullkey,

@@ -1,0 +1,68 @@
+"""What an independent recomputation of the views (an analyst's oracle) found, pinned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.jobs import commands as jobs
+from pipeline.rubric import parse_rubric
+from tests.e2e.test_warehouse import DEFAULT, con_of, grade
+
+# A new env type whose gate is not a plain identifier: run_metadata quotes such a key
+# ("crash-check".reason), as it does any key that is not an ASCII letter then letters, digits
+# or _.
+FUZZ = parse_rubric(
+    {
+        "rubric_id": "fuzz",
+        "task": {"fuzz": {"gate": "crash-check", "weights": {"crash-check": 0.7, "cov": 0.3}}},
+    }
+)
+
+
+def _fuzz(run_id: str, crashed: float) -> str:
+    record = json.loads(grade(run_id, "1", run_id, 1.0, 1.0))
+    record["env_type"] = "fuzz"
+    record["grade"] = {
+        "subscores": {"crash-check": crashed, "cov": 0.5},
+        "weights": {"crash-check": 0.7, "cov": 0.3},
+        "metadata": {"crash-check": {"reason": "no crash in 60 s", "seeds": ["a", "b"]}},
+    }
+    return json.dumps(record)
+
+
+def test_failure_reasons_read_a_gate_whose_metadata_key_is_quoted(tmp_path: Path) -> None:
+    # failure_reasons looked for keys starting `crash-check.`; run_metadata writes them
+    # `"crash-check".reason`, so the reason and the gate's metadata were null.
+    source = tmp_path / "a.jsonl"
+    source.write_text(_fuzz("f1", 0.0) + "\n" + _fuzz("f2", 1.0) + "\n")
+    jobs.run([source], tmp_path / "lake", FUZZ)
+    rows = (
+        con_of(tmp_path / "lake")
+        .execute("select run_id, gate_component, reason, gate_metadata from failure_reasons")
+        .fetchall()
+    )
+    assert len(rows) == 1
+    run_id, gate, reason, gate_metadata = rows[0]
+    assert (run_id, gate, reason) == ("f1", "crash-check", "no crash in 60 s")
+    assert json.loads(gate_metadata) == {
+        "reason": "no crash in 60 s",
+        "seeds": ["a", "b"],
+        "seeds[0]": "a",
+        "seeds[1]": "b",
+    }
+
+
+def test_by_defect_names_the_least_cwe_its_runs_give(tmp_path: Path) -> None:
+    # by_defect took any_value(cwe): which CWE a defect graded under two showed depended on
+    # the order the aggregate met its rows. It is the least one now, whatever the order.
+    source = tmp_path / "a.jsonl"
+    lines = [
+        grade("r1", "1", "p1", 1.0, 1.0, defect_id="D", cwe="CWE-787"),
+        grade("r2", "1", "p2", 1.0, 1.0, defect_id="D", cwe="CWE-125"),
+        grade("r3", "1", "p3", 1.0, 1.0, defect_id="D", cwe=None),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    row = con_of(tmp_path / "lake").execute("select cwe, runs from by_defect").fetchall()
+    assert row == [("CWE-125", 3)]
