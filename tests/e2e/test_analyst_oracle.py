@@ -66,3 +66,66 @@ def test_by_defect_names_the_least_cwe_its_runs_give(tmp_path: Path) -> None:
     jobs.run([source], tmp_path / "lake", DEFAULT)
     row = con_of(tmp_path / "lake").execute("select cwe, runs from by_defect").fetchall()
     assert row == [("CWE-125", 3)]
+
+
+def _surface(version: str, at: str, tools: list[str]) -> str:
+    surface = {
+        "probe": "t",
+        "kind": "token_cost",
+        "target": tools,
+        "measurement": {
+            "scope": "surface",
+            "tokens": 150 * len(tools),
+            "tool_count": len(tools),
+            "tokens_per_tool_avg": 150,
+        },
+    }
+    server = {"name": "srv", "version": version, "fingerprint": "f", "tool_count": len(tools)}
+    report = {"generated_at": at, "server": server, "coverage": {"ran": []}, "findings": [surface]}
+    return json.dumps(report)
+
+
+def test_a_whole_surface_finding_shows_the_to_versions_tools_either_way_round(
+    tmp_path: Path,
+) -> None:
+    # The surface token_cost finding matches across versions whatever its tools (its key
+    # leaves them out); tools is the to side's, the earlier version's when steps < 0, as
+    # schema.yml now says (it had said the later version's).
+    source = tmp_path / "r.jsonl"
+    lines = [
+        _surface("1", "2026-11-01T00:00:00Z", ["a"]),
+        _surface("2", "2026-11-02T00:00:00Z", ["a", "b"]),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    rows = (
+        con_of(tmp_path / "lake")
+        .execute(
+            "select steps, from_label, to_label, tools, change "
+            "from surface_finding_changes_all order by steps"
+        )
+        .fetchall()
+    )
+    assert rows == [(-1, "2", "1", ["a"], "same"), (1, "1", "2", ["a", "b"], "same")]
+
+
+def test_an_old_version_reported_again_becomes_the_latest(tmp_path: Path) -> None:
+    # version_order goes by the generated_at of the report standing for a version (its
+    # latest): 1.0 graded again after 2.0 is the server's latest, as schema.yml now says.
+    source = tmp_path / "r.jsonl"
+    lines = [
+        _surface("1.0", "2026-11-01T00:00:00Z", ["a"]),
+        _surface("2.0", "2026-11-02T00:00:00Z", ["a", "b"]),
+        _surface("1.0", "2026-11-03T00:00:00Z", ["a"]),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    con = con_of(tmp_path / "lake")
+    order = con.execute(
+        "select server_version, version_order from surface_versions order by version_order"
+    ).fetchall()
+    assert order == [("2.0", 1), ("1.0", 2)]
+    latest = con.execute(
+        "select server_version, previous_version, versions, reports from by_server"
+    ).fetchall()
+    assert latest == [("1.0", "2.0", 2, 3)]
