@@ -129,3 +129,48 @@ def test_an_old_version_reported_again_becomes_the_latest(tmp_path: Path) -> Non
         "select server_version, previous_version, versions, reports from by_server"
     ).fetchall()
     assert latest == [("1.0", "2.0", 2, 3)]
+
+
+def test_a_run_whose_total_overflowed_counts_in_runs_alone(tmp_path: Path) -> None:
+    # docs/warehouse.md now says so: neither a grader error nor scored, in no mean or rate.
+    # An empty grader error is flagged by the same rules as any record (docs/scoring.md).
+    overflowed = json.loads(grade("big", "1", "p2", 1.0, 1.0, cost_usd=3.0))
+    overflowed["grade"]["allow_unbounded"] = True
+    overflowed["grade"]["penalties"] = {"huge": 1e13}
+    empty_error = json.loads(grade("err", "1", "p3", 1.0, 1.0))
+    empty_error["grade"] = {"subscores": {}, "weights": {}, "env_internal_failure": True}
+    source = tmp_path / "a.jsonl"
+    lines = [grade("ok", "1", "p1", 1.0, 1.0), json.dumps(overflowed), json.dumps(empty_error)]
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    con = con_of(tmp_path / "lake")
+    assert con.execute(
+        "select runs, grader_errors, scored_runs, problems, mean_score from by_agent"
+    ).fetchall() == [(3, 1, 1, 1, 0.8)]
+    assert con.execute(
+        "select runs, problems, solved_problems, cost_usd from cost_per_solved"
+    ).fetchall() == [(3, 3, 1, None)]
+    statuses = con.execute(
+        "select run_id, status, score, anomalies from task_runs order by run_id"
+    ).fetchall()
+    assert statuses == [
+        (
+            "big",
+            "total_out_of_range",
+            None,
+            ["total_out_of_range:penalty_total,score,score_as_graded"],
+        ),
+        (
+            "err",
+            "grader_error",
+            None,
+            [
+                "missing_component:defect_matching",
+                "missing_component:pov_quality",
+                "missing_component:summary_quality",
+                "missing_component:target_calls",
+                "weights_sum:0.0",
+            ],
+        ),
+        ("ok", "scored", 0.8, []),
+    ]
