@@ -174,3 +174,17 @@ def test_a_run_whose_total_overflowed_counts_in_runs_alone(tmp_path: Path) -> No
         ),
         ("ok", "scored", 0.8, []),
     ]
+
+
+def test_a_reason_named_twice_reads_as_the_least_text(tmp_path: Path) -> None:
+    # A metadata key named twice lands as two run_metadata rows (README); failure_reasons
+    # takes the least text for reason whatever the order, as schema.yml now says (the SQL's
+    # comment had said "the first text found").
+    record = grade("r1", "1", "p1", 0.0, 0.0).replace(
+        '"reason": "frame mismatch"', '"reason": "zeta, first", "reason": "alpha, second"'
+    )
+    source = tmp_path / "a.jsonl"
+    source.write_text(record + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    row = con_of(tmp_path / "lake").execute("select reason from failure_reasons").fetchall()
+    assert row == [("alpha, second",)]

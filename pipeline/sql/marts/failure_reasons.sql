@@ -1,6 +1,8 @@
 -- failure_reasons: each scored run whose gate failed, beside its gate component's
--- metadata (every key under "<gate>.", as one JSON object) and the first text
--- found under "<gate>.reason", so why it failed reads without parsing JSON. The gate's
+-- metadata (every key under "<gate>.", as one JSON object) and the text of "<gate>.reason",
+-- so why it failed reads without parsing JSON. A key the metadata names twice has two
+-- run_metadata rows: both are in gate_metadata, and reason is the least text (min), one
+-- answer whatever order the rows are met in. The gate's
 -- name is a step of run_metadata's keys as they are written (json_key_step: quoted when it
 -- is not a plain identifier, "crash-check".reason).
 create or replace view failure_reasons as
