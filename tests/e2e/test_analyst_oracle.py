@@ -45,12 +45,7 @@ def test_failure_reasons_read_a_gate_whose_metadata_key_is_quoted(tmp_path: Path
     assert len(rows) == 1
     run_id, gate, reason, gate_metadata = rows[0]
     assert (run_id, gate, reason) == ("f1", "crash-check", "no crash in 60 s")
-    assert json.loads(gate_metadata) == {
-        "reason": "no crash in 60 s",
-        "seeds": ["a", "b"],
-        "seeds[0]": "a",
-        "seeds[1]": "b",
-    }
+    assert json.loads(gate_metadata) == {"reason": "no crash in 60 s", "seeds": ["a", "b"]}
 
 
 def test_by_defect_names_the_least_cwe_its_runs_give(tmp_path: Path) -> None:
@@ -188,3 +183,22 @@ def test_a_reason_named_twice_reads_as_the_least_text(tmp_path: Path) -> None:
     jobs.run([source], tmp_path / "lake", DEFAULT)
     row = con_of(tmp_path / "lake").execute("select reason from failure_reasons").fetchall()
     assert row == [("alpha, second",)]
+
+
+def test_gate_metadata_says_a_list_once(tmp_path: Path) -> None:
+    # run_metadata has a list whole and item by item; gate_metadata had both
+    # ({"frames": [1, [2, 3]], "frames[0]": 1, "frames[1]": [2, 3], "frames[1][0]": 2, ...}),
+    # where compare's reasons say a list once.
+    record = json.loads(grade("r1", "1", "p1", 0.0, 0.0))
+    record["grade"]["metadata"]["defect_matching"]["frames"] = [1, [2, 3], {"at": "f"}]
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    (gate_metadata,) = (
+        con_of(tmp_path / "lake").execute("select gate_metadata from failure_reasons").fetchone()
+        or ()
+    )
+    assert json.loads(gate_metadata) == {
+        "reason": "frame mismatch",
+        "frames": [1, [2, 3], {"at": "f"}],
+    }
