@@ -12,6 +12,7 @@ from typing import Final
 import polars as pl
 
 from pipeline.compare.pairing import KEY, METADATA_COLUMNS, require
+from pipeline.core.sql import run_sql
 
 # Metadata leaf names that carry the grader's own words, best first. The seed
 # (000): "metadata carries the grader's reasoning — what matched, what was
@@ -162,6 +163,13 @@ def _leaf(key: pl.Expr) -> pl.Expr:
 _ENTRY_KEYS: Final = ["run_id", "component"]
 
 
+def _key_prefixes(targets: pl.LazyFrame) -> pl.LazyFrame:
+    """Each target component with how run_metadata's keys below it begin: quoted as the keys
+    are when the name is not a plain identifier ("crash-check".reason)."""
+    components = targets.select("component").drop_nulls().unique().collect()
+    return run_sql("queries/metadata_key_prefix.sql", {"components": components}).lazy()
+
+
 def _entries(metadata: pl.LazyFrame, targets: pl.LazyFrame) -> pl.LazyFrame:
     """The target runs' metadata entries, each as text, ranked as a reason and ordered."""
     rank = {leaf: i for i, leaf in enumerate(REASON_LEAVES)}
@@ -170,10 +178,16 @@ def _entries(metadata: pl.LazyFrame, targets: pl.LazyFrame) -> pl.LazyFrame:
         # say what it held.
         metadata.select(*METADATA_COLUMNS)
         .filter(pl.col("value").is_not_null())
-        .join(targets.filter(pl.col("component").is_not_null()), on="run_id", how="inner")
+        .join(
+            targets.filter(pl.col("component").is_not_null()).join(
+                _key_prefixes(targets), on="component", how="left"
+            ),
+            on="run_id",
+            how="inner",
+        )
         .with_columns(
             text=_json_text(pl.col("value")).fill_null("null"),
-            under=pl.col("key").str.starts_with(pl.col("component") + "."),
+            under=pl.col("key").str.starts_with(pl.col("prefix")),
             top=~pl.col("key").str.contains(".", literal=True),
         )
         .with_columns(
@@ -183,7 +197,7 @@ def _entries(metadata: pl.LazyFrame, targets: pl.LazyFrame) -> pl.LazyFrame:
             pair=pl.concat_str(
                 [
                     pl.when(pl.col("under"))
-                    .then(pl.col("key").str.slice(pl.col("component").str.len_chars() + 1))
+                    .then(pl.col("key").str.slice(pl.col("prefix").str.len_chars()))
                     .otherwise(pl.col("key")),
                     pl.lit("="),
                     pl.col("text"),

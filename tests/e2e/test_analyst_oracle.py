@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline.compare.fetch import fetch_comparison
 from pipeline.jobs import commands as jobs
 from pipeline.rubric import parse_rubric
 from tests.e2e.test_warehouse import DEFAULT, con_of, grade
@@ -202,3 +203,24 @@ def test_gate_metadata_says_a_list_once(tmp_path: Path) -> None:
         "reason": "frame mismatch",
         "frames": [1, [2, 3], {"at": "f"}],
     }
+
+
+def test_compare_reads_the_reason_of_a_gate_whose_metadata_key_is_quoted(tmp_path: Path) -> None:
+    # compare's regressed problems read "<component>.<reason>" from run_metadata, whose keys
+    # quote "crash-check": failing_reason was null.
+    lines = []
+    for version, crashed in (("1", 1.0), ("2", 0.0)):
+        for problem in ("p1", "p2"):
+            record = json.loads(_fuzz(f"{version}-{problem}", crashed))
+            record.update(agent_version=version, problem_id=problem)
+            record["graded_at"] = f"2026-0{version}-01T00:00:00Z"
+            lines.append(json.dumps(record))
+    source = tmp_path / "a.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", FUZZ)
+    comparison = fetch_comparison(tmp_path / "lake", agent="crab", baseline="1", candidate="2")
+    regressed = comparison.report["regressed_problems"]
+    assert [(r["failing_component"], r["failing_reason"]) for r in regressed] == [
+        ("crash-check", "no crash in 60 s"),
+        ("crash-check", "no crash in 60 s"),
+    ]

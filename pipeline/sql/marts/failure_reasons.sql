@@ -2,9 +2,9 @@
 -- metadata (every key under "<gate>.", as one JSON object) and the text of "<gate>.reason",
 -- so why it failed reads without parsing JSON. A key the metadata names twice has two
 -- run_metadata rows: both are in gate_metadata, and reason is the least text (min), one
--- answer whatever order the rows are met in. The gate's
--- name is a step of run_metadata's keys as they are written (json_key_step: quoted when it
--- is not a plain identifier, "crash-check".reason).
+-- answer whatever order the rows are met in. The keys under the gate begin as run_metadata
+-- writes them (json_key_prefix: quoted when the name is not a plain identifier,
+-- "crash-check".reason).
 create or replace view failure_reasons as
 with failed as (
     select run_id, agent, agent_version, problem_id, env_type, defect_id, cwe, trial,
@@ -13,8 +13,7 @@ with failed as (
     where status = 'scored' and gate_passed = false
 ),
 gates as (
-    -- The gate's key below grade.metadata, with the dot that ends it (a leading one cut).
-    select *, substr(json_key_step(gate_component), 2) || '.' as gate_prefix
+    select *, json_key_prefix(gate_component) as gate_prefix
     from failed
 ),
 gate_metadata as (
