@@ -224,3 +224,28 @@ def test_compare_reads_the_reason_of_a_gate_whose_metadata_key_is_quoted(tmp_pat
         ("crash-check", "no crash in 60 s"),
         ("crash-check", "no crash in 60 s"),
     ]
+
+
+def test_gate_metadata_lists_its_keys_in_key_order(tmp_path: Path) -> None:
+    # json_group_object took the rows in the order the join met them: the same keys came out
+    # in another order from one run to the next ({"trace.depth":…,"reason":…,"trace.top_frame"…}
+    # beside {"trace.top_frame":…,"trace.depth":…,"reason":…}). Sorted by key, the text of two
+    # runs with the same keys reads alike, and a query gives one text.
+    lines = []
+    for i in range(40):
+        record = json.loads(grade(f"r{i}", "1", f"p{i}", 0.0, 0.0))
+        record["grade"]["metadata"]["defect_matching"] = {
+            "reason": "frame mismatch",
+            "trace": {"depth": i, "top_frame": f"f{i}"},
+            "attempts": i,
+        }
+        lines.append(json.dumps(record))
+    source = tmp_path / "a.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    texts = (
+        con_of(tmp_path / "lake").execute("select gate_metadata from failure_reasons").fetchall()
+    )
+    assert len(texts) == 40
+    for (text,) in texts:
+        assert list(json.loads(text)) == ["attempts", "reason", "trace.depth", "trace.top_frame"]

@@ -19,8 +19,14 @@ gates as (
 gate_metadata as (
     select
         f.run_id,
-        json_group_object(substr(m.key, length(f.gate_prefix) + 1), m.value::json)
-            as gate_metadata,
+        -- Written out in key order (json_group_object, a macro here, takes no order by): the
+        -- order a join meets rows in varies, and with it the text. A key named twice stays.
+        (
+            '{' || string_agg(
+                to_json(substr(m.key, length(f.gate_prefix) + 1)) || ':' || m.value, ','
+                order by m.key, m.value
+            ) || '}'
+        )::json as gate_metadata,
         min(case when m.key = f.gate_prefix || 'reason' then m.value ->> '$' end) as reason
     from gates as f
     -- A list over run_metadata's limit has no text (null): its items stand for it.
