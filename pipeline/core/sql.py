@@ -61,10 +61,15 @@ def connect() -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(config=duckdb_config())
-    # run_metadata's keys are built here with the warehouse's own quoting of a key.
+    prepare_session(con)
+    return con
+
+
+def prepare_session(con: duckdb.DuckDBPyConnection) -> None:
+    """What every pipeline connection has: queries/session.sql and the warehouse's macro
+    quoting a JSON key, with which run_metadata's keys are built here."""
     con.execute(sql_text(JSON_KEYS_MACRO))
     con.execute(sql_text("queries/session.sql"))
-    return con
 
 
 def run_sql(

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.jsonwalk import walk_json
-from pipeline.core.sql import connect, run_sql, sql_text
+from pipeline.core.sql import connect, prepare_session, run_sql
 from pipeline.tasks.validate import LIST_VALUE_MAX_BYTES
 
 DOCS = [
@@ -54,7 +54,7 @@ def test_a_deep_nest_is_held_one_level_at_a_time() -> None:
     docs = pl.DataFrame({"row_nr": [0], "doc": [doc]})
     con = duckdb.connect(config={"memory_limit": "128MB", "threads": 1})
     try:
-        con.execute(sql_text("queries/session.sql"))
+        prepare_session(con)
         walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
         first = "ingest/non_finite_large_first.sql"
         problems = walk_json(docs, "ingest/non_finite_large.sql", con, finish=first)
