@@ -105,9 +105,11 @@ def test_a_whole_surface_finding_shows_the_to_versions_tools_either_way_round(
     assert rows == [(-1, "2", "1", ["a"], "same"), (1, "1", "2", ["a", "b"], "same")]
 
 
-def test_an_old_version_reported_again_becomes_the_latest(tmp_path: Path) -> None:
-    # version_order goes by the generated_at of the report standing for a version (its
-    # latest): 1.0 graded again after 2.0 is the server's latest, as schema.yml now says.
+def test_an_old_version_reported_again_keeps_its_place(tmp_path: Path) -> None:
+    # version_order goes by a version's first report, as an agent's versions go by their first
+    # graded run: 1.0 graded again after 2.0 stays before it, and by_server's latest stays 2.0
+    # (it had become 1.0, so surface-diff's default pair read 2.0 -> 1.0 as the newest step);
+    # the report standing for 1.0 is its newest.
     source = tmp_path / "r.jsonl"
     lines = [
         _surface("1.0", "2026-11-01T00:00:00Z", ["a"]),
@@ -118,13 +120,17 @@ def test_an_old_version_reported_again_becomes_the_latest(tmp_path: Path) -> Non
     jobs.run([source], tmp_path / "lake", DEFAULT)
     con = con_of(tmp_path / "lake")
     order = con.execute(
-        "select server_version, version_order from surface_versions order by version_order"
+        "select server_version, version_order, generated_at::varchar from surface_versions "
+        "order by version_order"
     ).fetchall()
-    assert order == [("2.0", 1), ("1.0", 2)]
+    assert order == [
+        ("1.0", 1, "2026-11-03 00:00:00+00"),
+        ("2.0", 2, "2026-11-02 00:00:00+00"),
+    ]
     latest = con.execute(
         "select server_version, previous_version, versions, reports from by_server"
     ).fetchall()
-    assert latest == [("1.0", "2.0", 2, 3)]
+    assert latest == [("2.0", "1.0", 2, 3)]
 
 
 def test_a_run_whose_total_overflowed_counts_in_runs_alone(tmp_path: Path) -> None:

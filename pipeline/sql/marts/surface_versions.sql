@@ -1,7 +1,8 @@
 -- surface_versions: one row per version of an MCP server, the report that stands for it (its
 -- latest, as int_surface_reports ranks them) and the version's place in the server's history
--- (version_order 1 = oldest, by the generated_at of the report that stands for it: an old
--- version reported again after a newer one moves after it, as the one mcp-xray graded last).
+-- (version_order 1 = oldest, by the generated_at of the version's first report, as an agent's
+-- versions go by their first graded run: an old version reported again after a newer one
+-- keeps its place, and the report standing for it is the new one).
 -- A null server_version is one version, named 'unversioned' in version_label (as in a run_id
 -- made for such a report).
 create or replace view surface_versions as
@@ -13,7 +14,7 @@ select
     generated_at,
     row_number() over (
         partition by server
-        order by generated_at nulls first, batch_id, run_id
+        order by first_generated_at nulls first, first_batch_id, run_id
     ) as version_order,
     overall,
     overall_display,
