@@ -148,11 +148,26 @@ def surface_scores_of(lake: Path, rubric_id: str) -> pl.LazyFrame:
 
 
 def latest_versions(surface_runs: pl.LazyFrame) -> pl.LazyFrame:
-    """Each server's latest report (the by_server view's rule: generated_at, then batch_id,
-    then run_id), the fleet a surface rubric change is judged on."""
+    """Each server's latest version and the report standing for it, the fleet a surface rubric
+    change is judged on: by_server's rule (marts/surface_versions.sql). A version's newest
+    report stands for it (generated_at, then batch_id, then run_id), and the latest version is
+    the one first reported last (its first report's generated_at, then the least batch_id of
+    its reports, then the standing run_id): a re-probe of 1.0 after 2.0 leaves 2.0 the latest.
+    """
+    version = ["server", "server_version"]
+    reports = surface_runs.select("run_id", *version, "generated_at", "batch_id")
+    standing = (
+        reports.sort(["generated_at", "batch_id", "run_id"], descending=True, nulls_last=True)
+        .group_by(version, maintain_order=True)
+        .first()
+        .select("run_id", *version)
+    )
+    first = reports.group_by(version).agg(
+        first_generated_at=pl.col("generated_at").min(), first_batch_id=pl.col("batch_id").min()
+    )
     return (
-        surface_runs.select("run_id", "server", "server_version", "generated_at", "batch_id")
-        .sort(["generated_at", "batch_id", "run_id"], descending=True, nulls_last=True)
+        standing.join(first, on=version, nulls_equal=True)
+        .sort(["first_generated_at", "first_batch_id", "run_id"], descending=True, nulls_last=True)
         .group_by("server", maintain_order=True)
         .first()
         .select("run_id", "server", "server_version")

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.jobs.lineage import RescoreDiff, _coverage, diff_by_env_type, ranking_moves
+from pipeline.jobs.lineage import (
+    RescoreDiff,
+    _coverage,
+    diff_by_env_type,
+    latest_versions,
+    ranking_moves,
+)
 from tests.examples import examples
 
 RUNS = pl.LazyFrame(
@@ -104,3 +112,23 @@ def test_means_and_ranks_do_not_depend_on_row_order(first: list[int], second: li
     by_env = diff_by_env_type(runs[first].lazy(), before, after).collect()
     again = diff_by_env_type(runs.lazy(), graded.lazy(), graded.lazy()).collect()
     assert by_env.equals(again)
+
+
+def test_a_servers_latest_version_is_the_one_first_reported_last() -> None:
+    # As by_server picks it (surface_versions.version_order): 1.0 probed again after 2.0
+    # stays the older version, so the fleet a surface rubric change is judged on holds 2.0's
+    # report. The newest report (1.0's re-probe) had stood for the server.
+    at = [datetime(2026, 11, day, tzinfo=UTC) for day in (1, 2, 3)]
+    reports = pl.LazyFrame(
+        {
+            "run_id": ["s-1.0-a", "s-2.0", "s-1.0-b", "t-u"],
+            "server": ["s", "s", "s", "t"],
+            "server_version": ["1.0", "2.0", "1.0", None],
+            "generated_at": [at[0], at[1], at[2], at[0]],
+            "batch_id": ["b1", "b1", "b2", "b1"],
+        }
+    )
+    assert latest_versions(reports).sort("server").collect().rows() == [
+        ("s-2.0", "s", "2.0"),
+        ("t-u", "t", None),
+    ]
