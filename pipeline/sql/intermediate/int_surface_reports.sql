@@ -1,8 +1,9 @@
 -- int_surface_reports: every surface_runs row with version_rank, its place among the reports
 -- of its version (server, server_version; a null server_version is one version): 1 is the
 -- report that stands for the version, its latest (generated_at, then batch_id, then run_id);
--- first_generated_at and first_batch_id, those of its version's first report, which place the
--- version in its server's history; and reports, how many reports its server has.
+-- first_generated_at, that of its version's first report, which places the version in its
+-- server's history, and first_batch_id, the least batch_id of the version's reports, which
+-- orders versions first reported at the same time; and reports, how many reports its server has.
 -- surface_versions reads the versions from here (by_server reads them from surface_versions).
 create or replace view int_surface_reports as
 select
