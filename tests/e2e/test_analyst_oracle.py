@@ -211,6 +211,28 @@ def test_gate_metadata_says_a_list_once(tmp_path: Path) -> None:
     }
 
 
+def test_gate_metadata_says_a_list_once_below_a_list_over_the_limit(tmp_path: Path) -> None:
+    # frames is over run_metadata's 1 MiB (no text), so its items stand for it; each item is
+    # a list kept whole, and gate_metadata had it again item by item (frames[0] beside
+    # frames[0][0], frames[0][1]): the items were matched to the outermost list, not the one
+    # they are in.
+    items = 600
+    record = json.loads(grade("r1", "1", "p1", 0.0, 0.0))
+    record["grade"]["metadata"]["defect_matching"]["frames"] = [
+        ["x" * 2000, i] for i in range(items)
+    ]
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    jobs.run([source], tmp_path / "lake", DEFAULT)
+    (gate_metadata,) = (
+        con_of(tmp_path / "lake").execute("select gate_metadata from failure_reasons").fetchone()
+        or ()
+    )
+    said = json.loads(gate_metadata)
+    assert said.pop("reason") == "frame mismatch"
+    assert said == {f"frames[{i}]": ["x" * 2000, i] for i in range(items)}
+
+
 def test_compare_reads_the_reason_of_a_gate_whose_metadata_key_is_quoted(tmp_path: Path) -> None:
     # compare's regressed problems read "<component>.<reason>" from run_metadata, whose keys
     # quote "crash-check": failing_reason was null.

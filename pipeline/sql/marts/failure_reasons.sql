@@ -34,10 +34,12 @@ gate_metadata as (
         on m.run_id = f.run_id and starts_with(m.key, f.gate_prefix)
         and m.value is not null
     -- A list kept whole says what it holds once: its items (and what is below them) are
-    -- left out, as compare's reasons leave them (pipeline/compare/reasons.py).
+    -- left out, as compare's reasons leave them (pipeline/compare/reasons.py). A key is
+    -- checked against the list it is nearest below (the key cut before its last [i]): a list
+    -- holding that one is longer, so when the nearest has no text, none above it has.
     anti join run_metadata as whole
         on whole.run_id = m.run_id and whole.value is not null
-        and whole.key = regexp_replace(m.key, '\[\d+\].*$', '') and whole.key <> m.key
+        and whole.key = regexp_replace(m.key, '^(.*)\[\d+\].*$', '\1') and whole.key <> m.key
     group by f.run_id
 )
 select f.*, g.reason, g.gate_metadata
