@@ -206,10 +206,13 @@ def _entries(metadata: pl.LazyFrame, targets: pl.LazyFrame) -> pl.LazyFrame:
         )
     )
     keys = _ENTRY_KEYS
-    # A list kept whole (``missed``) and also item by item (``missed[0]``): say it once.
+    # A list kept whole (``missed``) and also item by item (``missed[0]``): say it once. An
+    # entry is checked against the list it is nearest below (the key cut before its last
+    # [i]): a list holding that one is longer, so when the nearest has no text (over the
+    # limit), none above it has, and the entry stands for what it is in.
     items_of_kept_lists = (
         entries.filter(pl.col("key").str.contains("[", literal=True))
-        .with_columns(parent=pl.col("key").str.replace(r"\[\d+\].*$", ""))
+        .with_columns(parent=pl.col("key").str.replace(r"^(.*)\[\d+\].*$", "${1}"))
         .join(
             entries.select(*keys, pl.col("key").alias("parent")),
             on=[*keys, "parent"],

@@ -462,6 +462,34 @@ def test_a_list_over_the_metadata_limit_is_told_by_its_items() -> None:
     assert reg["aud"]["failing_reason"] == "recall=0.5; precision=0.5; missed[0]=D-12; found[0]=D-3"
 
 
+def test_a_list_kept_whole_below_a_list_over_the_limit_is_told_once() -> None:
+    # missed is over 1 MiB (no text), its item missed[0] a list kept whole: the reason had
+    # said that list and its items again (missed[0][0]=D-12; missed[0][1]=D-13), each item
+    # matched to the outermost list, which has no text, not to the list it is in.
+    runs, comps, meta = _regression_fixture()
+    nested = pl.DataFrame(
+        [
+            ("c-aud", "missed[0]", '["D-12","D-13"]'),
+            ("c-aud", "missed[0][0]", '"D-12"'),
+            ("c-aud", "missed[0][1]", '"D-13"'),
+        ],
+        schema=meta.schema,
+        orient="row",
+    )
+    meta = pl.concat(
+        [
+            meta.filter((pl.col("run_id") != "c-aud") | ~pl.col("key").str.starts_with("missed")),
+            pl.DataFrame([("c-aud", "missed", None)], schema=meta.schema, orient="row"),
+            nested,
+        ]
+    )
+    r = compare_versions(runs, comps, meta, agent="a", baseline="1", candidate="2").report
+    reg = {row["problem_id"]: row for row in r["regressed_problems"]}
+    assert reg["aud"]["failing_reason"] == (
+        'recall=0.5; precision=0.5; missed[0]=["D-12","D-13"]; found[0]=D-3'
+    )
+
+
 def test_top_regressed_is_limited() -> None:
     runs, comps = simulate(seed=3, versions={"1": 0.0, "2": -0.2})
     result = compare_versions(
