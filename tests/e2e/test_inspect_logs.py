@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1519,3 +1520,15 @@ def test_tasks_of_one_env_type_whose_samples_share_ids_are_noted(tmp_path: Path)
     )
     assert note in " ".join(done.stdout.split())
     assert _rows(tmp_path / "lake", "select count(*) from task_runs") == [(5,)]
+
+
+def test_a_json_log_is_read_the_same_where_inspect_has_moved_its_context(
+    logs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The validation context is inspect-ai's own, not exported, and the extra allows any later
+    # inspect-ai: where it is gone, samples are validated without it, and land the same.
+    path = _json_log(logs[0], tmp_path / "0.json")
+    with_context = _frames(path)
+    monkeypatch.setitem(sys.modules, "inspect_ai._util.constants", None)  # import fails
+    assert _frames(path) == with_context
+    assert len(with_context) > 1 and all(reason is None for _, _, reason in with_context)

@@ -378,10 +378,6 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     header lists and the log lacks is counted after them, as for a .eval log (a refused
     sample whose id and epoch are readable is in the log, not lacking); what it holds
     unlisted was read in its place, so is not counted again."""
-    # The context Inspect's own readers validate a log with (inspect-ai's, not exported):
-    # a fresh one a sample, as for a .eval log's, so its message cache holds one sample's.
-    from inspect_ai._util.constants import get_deserializing_context
-
     document = _document(path)
     if not isinstance(document, dict):
         raise ValueError(f"the log is {_json_kind(document)}, not a JSON object")
@@ -396,7 +392,7 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     for at in range(len(samples)):
         raw, samples[at] = samples[at], None
         try:
-            sample = _json_sample(log_api, header, raw, get_deserializing_context())
+            sample = _json_sample(log_api, header, raw, _deserializing_context())
         except Exception as exc:  # this sample's alone, quarantined in its place
             key = _sample_key(raw)
             if key is None:
@@ -421,11 +417,24 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     yield from _uncounted(missing, 0, unnamed)
 
 
+def _deserializing_context() -> dict[str, Any] | None:
+    """The context Inspect's own readers validate a log with, a fresh one a sample (as for a
+    .eval log's), so its message cache holds one sample's. It is inspect-ai's, not exported
+    (the extra allows any later inspect-ai): where one has moved it, samples are validated
+    without it, as pydantic validates them by default, rather than every .json log failing."""
+    try:
+        from inspect_ai._util.constants import get_deserializing_context
+    except ImportError:
+        return None
+    context: dict[str, Any] = get_deserializing_context()
+    return context
+
+
 def _json_kind(value: Any) -> str:
     return JSON_KINDS.get(type(value), type(value).__name__)
 
 
-def _json_sample(log_api: Any, header: Any, raw: Any, context: dict[str, Any]) -> Any:
+def _json_sample(log_api: Any, header: Any, raw: Any, context: dict[str, Any] | None) -> Any:
     """One sample of a .json log as Inspect's whole read makes it, but for the fields a
     task grade never needs (as a .eval log's are read)."""
     if isinstance(raw, dict):
