@@ -1519,3 +1519,31 @@ def test_tasks_of_one_env_type_whose_samples_share_ids_are_noted(tmp_path: Path)
     )
     assert note in " ".join(done.stdout.split())
     assert _rows(tmp_path / "lake", "select count(*) from task_runs") == [(5,)]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a .json log's sample without a readable id is quarantined in its place and also "
+        "counted as lacking in an entry after the samples (line count + 1, no text); the "
+        "mended log has no line there, so nothing resolves that entry by place "
+        "(superseded_quarantine resolves a place only when it is read again) and the "
+        "quarantine view keeps saying the sample is not in the log after it landed"
+    ),
+)
+def test_a_json_log_mended_resolves_the_count_of_a_sample_without_an_id(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    log = _json_log(logs[0], tmp_path / "inbox" / "a.json", lambda doc: doc["samples"][1].pop("id"))
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    count = len(_frames(_json_log(logs[0], tmp_path / "good.json")))
+    assert [line for (line,) in _rows(lake, "select line from quarantine order by line")] == [
+        2,
+        count + 1,
+    ]
+    _json_log(logs[0], log)  # mended: written again
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(count,)]
+    assert _rows(lake, "select line, reason from quarantine") == []
