@@ -1164,16 +1164,23 @@ def test_a_json_logs_refused_samples_are_counted_once_in_their_place(
     ],
     ids=["no samples", "samples an object", "samples a string"],
 )
+@pytest.mark.parametrize("nested", [False, True], ids=["", "nested past Python's parser"])
 def test_a_json_log_without_a_list_of_samples(
-    logs: list[Path], tmp_path: Path, samples: Any, expected: str
+    logs: list[Path], tmp_path: Path, samples: Any, expected: str, nested: bool
 ) -> None:
+    # Nested: a key of the log nests past what Python's json module recurses, so the samples
+    # are split by DuckDB's parser: the same verdicts.
     def replace(document: dict[str, Any]) -> None:
         if samples is None:
             document.pop("samples")
         else:
             document["samples"] = samples
+        if nested:
+            document["nest"] = "NESTED"
 
-    got = _frames(_json_log(logs[0], tmp_path / "a.json", replace))
+    log = _json_log(logs[0], tmp_path / "a.json", replace)
+    log.write_text(log.read_text().replace('"NESTED"', "[" * 3000 + "]" * 3000))
+    got = _frames(log)
     ((line, raw, why),) = got
     assert raw is None and why is not None and expected in why, why
     # No samples is an eval that wrote none, counted after them; a log whose samples are
@@ -1532,3 +1539,51 @@ def test_a_json_log_is_read_the_same_where_inspect_has_moved_its_context(
     monkeypatch.setitem(sys.modules, "inspect_ai._util.constants", None)  # import fails
     assert _frames(path) == with_context
     assert len(with_context) > 1 and all(reason is None for _, _, reason in with_context)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a .json log's sample without a readable id is quarantined in its place and also "
+        "counted as lacking in an entry after the samples (line count + 1, no text); the "
+        "mended log has no line there, so nothing resolves that entry by place "
+        "(superseded_quarantine resolves a place only when it is read again) and the "
+        "quarantine view keeps saying the sample is not in the log after it landed"
+    ),
+)
+def test_a_json_log_mended_resolves_the_count_of_a_sample_without_an_id(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    log = _json_log(logs[0], tmp_path / "inbox" / "a.json", lambda doc: doc["samples"][1].pop("id"))
+    lake = tmp_path / "lake"
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    count = len(_frames(_json_log(logs[0], tmp_path / "good.json")))
+    assert [line for (line,) in _rows(lake, "select line from quarantine order by line")] == [
+        2,
+        count + 1,
+    ]
+    _json_log(logs[0], log)  # mended: written again
+    assert pipeline("ingest", log.parent, "--lake", lake).returncode == 0
+    assert _rows(lake, "select count(*) from task_runs") == [(count,)]
+    assert _rows(lake, "select line, reason from quarantine") == []
+
+
+def test_a_json_log_sample_nested_past_what_python_recurses_is_quarantined_alone(
+    logs: list[Path], tmp_path: Path
+) -> None:
+    # Python's json module recurses: one sample nested past its limit had failed the parse of
+    # the whole document, and the log was quarantined whole at line 0 with its good samples.
+    # DuckDB's parser, which does not recurse, splits the samples, each parsed alone, as a
+    # .eval log's are.
+    def deep(document: dict[str, Any]) -> None:
+        document["samples"][1]["metadata"]["deep"] = "NESTED"
+
+    good = _frames(_json_log(logs[0], tmp_path / "good.json"))
+    log = _json_log(logs[0], tmp_path / "bad.json", deep)
+    nested = '{"a":' * 2000 + "1" + "}" * 2000
+    log.write_text(log.read_text().replace('"NESTED"', nested))
+    got = _frames(log)
+    assert [line for line, _, _ in got] == [line for line, _, _ in good]
+    assert got[0] == good[0] and got[2:] == good[2:]
+    assert got[1][1] is None and "RecursionError" in (got[1][2] or "")

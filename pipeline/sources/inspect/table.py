@@ -199,6 +199,18 @@ JSON_KINDS: dict[type, str] = {
     type(None): "null",
 }
 
+# The same kinds as DuckDB's json_type names them.
+DUCKDB_JSON_KINDS: dict[str, str] = {
+    "OBJECT": "an object",
+    "ARRAY": "an array",
+    "VARCHAR": "a string",
+    "BOOLEAN": "true or false",
+    "BIGINT": "a number",
+    "UBIGINT": "a number",
+    "DOUBLE": "a number",
+    "NULL": "null",
+}
+
 # What a .json log's sample Inspect refuses asks of the user. Its row has no text to
 # replay: the log is read again once it changes.
 MEND_JSON_SAMPLE = (
@@ -369,6 +381,55 @@ def _document(path: Path) -> Any:
     return json.loads(path.read_bytes())
 
 
+@dataclass(frozen=True)
+class SampleText:
+    """A .json log's sample as its JSON text, parsed on its own (``_log_samples``), with the
+    JSON text of its id and epoch (None when it has none)."""
+
+    text: str
+    id: str | None
+    epoch: str | None
+
+
+def _log_samples(path: Path) -> list[Any]:
+    """A .json log's samples, parsed; or, where the document nests past what Python's json
+    module recurses, each sample's text, split by DuckDB's parser (which does not recurse)
+    and parsed alone, so that the sample nested too deep fails alone."""
+    try:
+        document = _document(path)
+    except RecursionError:
+        return _sample_texts(path)
+    if not isinstance(document, dict):
+        raise ValueError(f"the log is {_json_kind(document)}, not a JSON object")
+    samples = document.pop("samples", None)
+    del document  # its header was read (and validated) by itself
+    if samples is None:  # an eval that wrote none: the header's samples are counted
+        return []
+    if not isinstance(samples, list):
+        raise ValueError(f"its samples are not a list but {_json_kind(samples)}")
+    return samples
+
+
+def _sample_texts(path: Path) -> list[Any]:
+    from pipeline.core.sql import connect, sql_text
+
+    con = connect()
+    try:
+        query = sql_text("ingest/inspect_json_samples.sql")
+        ((log_type, samples_type, texts),) = con.execute(
+            query, [path.read_text(encoding="utf-8")]
+        ).fetchall()
+    finally:
+        con.close()
+    if log_type != "OBJECT":
+        raise ValueError(f"the log is {DUCKDB_JSON_KINDS[log_type]}, not a JSON object")
+    if samples_type is None:
+        return []
+    if samples_type != "ARRAY":
+        raise ValueError(f"its samples are not a list but {DUCKDB_JSON_KINDS[samples_type]}")
+    return [SampleText(**sample) for sample in texts]
+
+
 def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     """A .json log's samples in its order, each validated alone as Inspect validates a .eval
     log's sample (UNREAD_SAMPLE_FIELDS left out): one Inspect refuses is an ``Unread`` in
@@ -378,20 +439,14 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     header lists and the log lacks is counted after them, as for a .eval log (a refused
     sample whose id and epoch are readable is in the log, not lacking); what it holds
     unlisted was read in its place, so is not counted again."""
-    document = _document(path)
-    if not isinstance(document, dict):
-        raise ValueError(f"the log is {_json_kind(document)}, not a JSON object")
-    samples = document.pop("samples", None)
-    del document  # its header was read (and validated) by itself
-    if samples is None:  # an eval that wrote none: the header's samples are counted
-        samples = []
-    if not isinstance(samples, list):
-        raise ValueError(f"its samples are not a list but {_json_kind(samples)}")
+    samples = _log_samples(path)
     held: set[tuple[Any, int]] = set()
     unnamed = 0
     for at in range(len(samples)):
         raw, samples[at] = samples[at], None
         try:
+            if isinstance(raw, SampleText):
+                raw = json.loads(raw.text)  # nested too deep: this sample's reason alone
             sample = _json_sample(log_api, header, raw, _deserializing_context())
         except Exception as exc:  # this sample's alone, quarantined in its place
             key = _sample_key(raw)
@@ -448,6 +503,15 @@ def _json_sample(log_api: Any, header: Any, raw: Any, context: dict[str, Any] | 
 
 def _sample_key(raw: Any) -> tuple[Any, int] | None:
     """A refused sample's (id, epoch), when it has them as Inspect types them."""
+    if isinstance(raw, SampleText):
+        try:
+            raw = {
+                name: json.loads(text)
+                for name, text in (("id", raw.id), ("epoch", raw.epoch))
+                if text is not None
+            }
+        except (RecursionError, ValueError):
+            return None
     if not isinstance(raw, dict):
         return None
     sample_id, epoch = raw.get("id"), raw.get("epoch")
