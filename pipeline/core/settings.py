@@ -145,7 +145,8 @@ class Settings:
         "bytes",
         "DuckDB's memory per pipeline connection (ingest, scoring, the warehouse build); "
         "past it an input file alone is quarantined whole, and a build writes blocks to its "
-        "file. The 600-tool report needs just over 2 GiB.",
+        "file. The 600-tool report needs just over 2 GiB; a dense report near the report "
+        "limit (200k findings in 120 MB) needs more than the default, and its reason says so.",
     )
     duckdb_threads: int = field(
         default_factory=_cores,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.core.settings import Settings, set_by
+from pipeline.core.settings import DUCKDB_MEMORY_ENV, Settings, set_by
 
 # 64 MiB of text per chunk: measured on a 175 MB file, peak RSS 2.9 GiB at 256 MiB,
 # 2.4 at 128, 1.7 at 64, 1.3 at 32, for 10-25% more time at 64 than at 256 (a
@@ -21,6 +21,9 @@ KEPT_PREFIX_BYTES = 1024
 # How much of an unforeseen error's message a quarantine reason keeps.
 FAILURE_TEXT_CHARS = 300
 OVERSIZE_REASON = "{} is {} bytes, over the limit of {} bytes ({}the limit is set by {})"
+# What an input that DuckDB ran out of memory on asks of the user: its per-connection memory
+# is a setting; a dense report near the 128 MiB limit can need more than the default.
+OUT_OF_MEMORY_HINT = "DuckDB's memory per connection is set by {}: raise it and read the file again"
 # What an oversize record or report keeps of its text; an Inspect log keeps none.
 CUT_TEXT = "raw text cut to 1 KiB; "
 
@@ -75,4 +78,8 @@ def failure_text(exc: BaseException) -> str:
         except (TypeError, LookupError, ValueError):
             pass  # not pydantic's shape: its first line says what it says
     first = first[:FAILURE_TEXT_CHARS]
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    if type(exc).__name__ == "OutOfMemoryException":  # DuckDB's, not imported here
+        # The input is valid as far as anything read it: what it needs is more memory.
+        text += f" ({OUT_OF_MEMORY_HINT.format(set_by(DUCKDB_MEMORY_ENV))})"
+    return text

@@ -3,6 +3,7 @@ validation error where its first error is (its first line only counts them)."""
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -36,3 +37,15 @@ def test_an_errors_method_of_another_shape_is_left_alone() -> None:
             return ["not a mapping"]
 
     assert failure_text(Odd("what it says")) == "Odd: what it says"
+
+
+def test_duckdb_out_of_memory_names_the_setting_to_raise() -> None:
+    con = duckdb.connect(config={"memory_limit": "16MB", "threads": 1})
+    with pytest.raises(duckdb.OutOfMemoryException) as caught:
+        con.execute("select list(repeat('x', 1000)) from range(1000000)").fetchall()
+    text = failure_text(caught.value)
+    assert text.startswith("OutOfMemoryException: Out of Memory Error")
+    assert text.endswith(
+        "(DuckDB's memory per connection is set by PIPELINE_DUCKDB_MEMORY_BYTES: raise it and "
+        "read the file again)"
+    )
