@@ -579,6 +579,14 @@ def test_a_folder_given_as_input_yields_no_file_of_any_lake_inside_it(tmp_path: 
         said = f"{given}: inside the lake {inside} (it holds _state/lake.json), {LAKE_SKIPPED}"
         assert said in out, out
     assert quarantined_sources(other) == []
+    # Beside a good INPUT too: exit 2 before any work, nothing landed (README said "as the
+    # only input", as if a good input beside it would land).
+    fresh = tmp_path / "fresh"
+    code, out = cli(
+        "ingest", str(data / "in" / "a.jsonl"), str(inside / "_state"), "--lake", str(fresh)
+    )
+    assert code == 2 and f"inside the lake {inside}" in out, out
+    assert not fresh.exists()
     # A file kept beside a lake is read.
     code, out = cli("ingest", str(data / "in" / "a.jsonl"), "--lake", str(inside))
     assert code == 0 and out.splitlines()[3].split()[:3] == ["1", "2", "0"], out
