@@ -264,3 +264,56 @@ def test_null_server_name_diffs_under_its_fingerprint(tmp_path: Path) -> None:
     assert (report["from"], report["to"]) == ("unversioned", "2")
     smells = sum(f["kind"] == "schema_smell" for f in bare["findings"])
     assert report["counts"]["resolved"] == smells > 0
+
+
+@pytest.mark.slow
+def test_an_old_version_probed_again_by_a_nightly_leaves_the_newer_one_latest_everywhere(
+    tmp_path: Path,
+) -> None:
+    # The operator chain: 1.0.0 and 1.1.0 land, then 1.0.0 is probed again (after 1.1.0,
+    # without its deep-nesting smell) and a surface rubric is made current. by_server,
+    # surface-diff's defaults and rescore-diff's server rows all name 1.1.0 as the latest.
+    inbox, lake = tmp_path / "inbox", tmp_path / "lake"
+    inbox.mkdir()
+    (inbox / "v1.json").write_text(json.dumps(V1), encoding="utf-8")
+    (inbox / "v2.json").write_text(json.dumps(V2), encoding="utf-8")
+    for args in (["ingest", str(inbox)], ["nightly", "--inbox", str(inbox)]):
+        result = runner.invoke(app, [*args, "--lake", str(lake)])
+        assert result.exit_code == 0, result.output
+    again = {**V1, "generated_at": "2026-11-05T00:00:00+00:00"}
+    again["findings"] = [
+        f for f in V1["findings"] if f["measurement"].get("smell") != "deep_nesting"
+    ]
+    (inbox / "v1-again.json").write_text(json.dumps(again), encoding="utf-8")
+    rubric = tmp_path / "surf.toml"
+    rubric.write_text('rubric_id = "surf"\n[surface]\nweights = { context_efficiency = 5.0 }\n')
+    for args in (["nightly", "--inbox", str(inbox)], ["score", "--rubric", str(rubric)]):
+        result = runner.invoke(app, [*args, "--lake", str(lake)])
+        assert result.exit_code == 0, result.output
+    con = connect_read_only(lake)
+    try:
+        latest = con.execute(
+            "select server_version, versions, reports, overall_display from by_server"
+        ).fetchall()
+        first = con.execute(
+            "select run_id from surface_runs where generated_at = ?", ["2026-11-01T00:00:00+00:00"]
+        ).fetchall()
+    finally:
+        con.close()
+    assert [row[:3] for row in latest] == [("1.1.0", 2, 3)]
+    code, out = diff(lake, "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert (report["from"], report["to"]) == ("1.0.0", "1.1.0")
+    # 1.0.0 stands for its re-probe now: its deep-nesting smell is gone, so 1.1.0's is new.
+    assert report["grade"]["from_run_id"] == "srv@1.0.0@2026-11-05T00:00:00+00:00"
+    assert first and report["grade"]["from_run_id"] != first[0][0]
+    assert ("new", "schema_smell", "b") in {
+        (c["change"], c["kind"], c["tool"]) for c in report["changes"]
+    }
+    result = runner.invoke(
+        app, ["rescore-diff", "--from", "default", "--to", "surf", "--json", "--lake", str(lake)]
+    )
+    assert result.exit_code == 0, result.output
+    changes = json.loads(result.output)["surface_changes"]
+    assert [(c["server_version"], c["overall_to"]) for c in changes] == [("1.1.0", latest[0][3])]
