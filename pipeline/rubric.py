@@ -10,6 +10,7 @@ refuses to start with run here, before anything is read or written.
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import json
 import math
@@ -222,8 +223,34 @@ def _check_task(task: dict[str, Any]) -> None:
         total = math.fsum(weights.values())
         if abs(total - 1.0) > RUBRIC_WEIGHT_SUM_TOLERANCE:
             raise _fail(
-                f"task.{env_type}.weights", weights, f"must sum to 1.0, they sum to {total}"
+                f"task.{env_type}.weights",
+                weights,
+                f"must sum to 1.0, they sum to {total}{_added_names(env_type, weights)}",
             )
+
+
+def _added_names(env_type: str, weights: Mapping[str, float]) -> str:
+    """Why a sum is off when the file adds a name: its table merges into the defaults, so a
+    misspelt weight (pov_qualty) is added beside the one meant, which keeps its default."""
+    known = list(DEFAULT_RUBRIC["task"][env_type]["weights"])
+    said = [
+        f"{name} is not one of the default {env_type} weights"
+        + (f" (the closest: {closest})" if closest else "")
+        for name in weights
+        if name not in known
+        for closest in [closest_name(name, known)]
+    ]
+    merges = "a table merges key by key: a name it adds is a weight beside the defaults"
+    return f"; {'; '.join(said)}; {merges}" if said else ""
+
+
+# difflib's own default: how alike a name must be to be offered as the one meant.
+CLOSE_NAME_CUTOFF = 0.6
+
+
+def closest_name(name: str, names: list[str]) -> str | None:
+    matches = difflib.get_close_matches(name, names, n=1, cutoff=CLOSE_NAME_CUTOFF)
+    return matches[0] if matches else None
 
 
 def _check(resolved: dict[str, Any]) -> None:

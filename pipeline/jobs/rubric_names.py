@@ -16,13 +16,12 @@ a rubric names something nobody sends) meet their runs' env type, part by part.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
 
-from pipeline.rubric import Rubric
+from pipeline.rubric import Rubric, closest_name
 from pipeline.storage.store import LakeStore
 from pipeline.tasks.keys import rubric_weights_frame
 
@@ -45,8 +44,6 @@ GAP_SCHEMA = pl.Schema(
 # A note lists at most this many components a rubric leaves unweighted (a record may carry
 # thousands); the rest are counted.
 NOTE_NAMES_MAX = 10
-# difflib's own default: how alike a landed name must be to be offered as the one meant.
-CLOSE_NAME_CUTOFF = 0.6
 
 
 def part_counts(
@@ -114,11 +111,6 @@ def name_gaps(runs: pl.LazyFrame, outside: pl.LazyFrame, weights: pl.LazyFrame) 
         .cast(GAP_SCHEMA)
         .sort("env_type", "in_rubric", "component", descending=[False, True, False])
     )
-
-
-def closest_name(name: str, landed: list[str]) -> str | None:
-    matches = difflib.get_close_matches(name, landed, n=1, cutoff=CLOSE_NAME_CUTOFF)
-    return matches[0] if matches else None
 
 
 def gap_notes(rubric_id: str, gaps: pl.DataFrame) -> list[str]:

@@ -167,3 +167,25 @@ def test_a_rubric_file_naming_an_unprintable_id_is_refused(tmp_path: Path, rubri
 def test_an_unprintable_id_a_lake_already_holds_still_parses() -> None:
     # Lakes made before the file check keep working (their ids are shown escaped).
     assert parse_rubric({"rubric_id": "v2\tnow"}).rubric_id == "v2\tnow"
+
+
+def test_a_sum_off_by_a_misspelt_weight_names_it_and_the_closest_default() -> None:
+    # A table merges key by key: pov_qualty = 0.3 is added beside pov_quality (0.2 kept),
+    # 0.5 + 0.2 + 0.1 + 0.1 + 0.3 = 1.2. The refusal had given only the sum.
+    with pytest.raises(RubricError) as caught:
+        parse_rubric(
+            {"task": {"exploit": {"weights": {"defect_matching": 0.5, "pov_qualty": 0.3}}}}
+        )
+    message = str(caught.value)
+    assert "must sum to 1.0, they sum to 1.2" in message
+    assert "pov_qualty is not one of the default exploit weights (the closest: pov_quality)" in (
+        message
+    )
+    # A name like none of the defaults is named without a guess; a sum off by the default
+    # names alone adds nothing.
+    with pytest.raises(RubricError) as caught:
+        parse_rubric({"task": {"detect": {"weights": {"zzz": 0.5}}}})
+    assert "zzz is not one of the default detect weights; a table merges" in str(caught.value)
+    with pytest.raises(RubricError) as caught:
+        parse_rubric({"task": {"detect": {"weights": {"pov_quality": 0.5}}}})
+    assert str(caught.value).endswith("they sum to 1.3")
