@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pipeline.core.jsonwalk import walk_json
 from pipeline.core.sql import connect, prepare_session, run_sql
 from pipeline.tasks.validate import LIST_VALUE_MAX_BYTES
+from tests.examples import examples
 
 DOCS = [
     '{"a": 1, "b": [true, null, {"c.d": "x", "e": []}], "f": {}, "g": {"h": -2.5e3}}',
@@ -47,12 +48,12 @@ def test_the_walk_gives_every_node_json_tree_gives() -> None:
 
 
 def test_a_deep_nest_is_held_one_level_at_a_time() -> None:
-    # A 4 MB string 60 lists deep: a walk keeping every level holds ~240 MB of text, over
-    # the connection's 128 MB; one level at a time holds a few copies of 4 MB.
-    text = "x" * (4 * 1024 * 1024)
+    # A 2 MB string 60 lists deep: a walk keeping every level holds ~120 MB of text, over
+    # the connection's 64 MB; one level at a time holds a few copies of 2 MB.
+    text = "x" * (2 * 1024 * 1024)
     doc = "{" + '"deep": ' + "[" * 60 + f'"{text}", 1e999' + "]" * 60 + "}"
     docs = pl.DataFrame({"row_nr": [0], "doc": [doc]})
-    con = duckdb.connect(config={"memory_limit": "128MB", "threads": 1})
+    con = duckdb.connect(config={"memory_limit": "64MB", "threads": 1})
     try:
         prepare_session(con)
         walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
@@ -141,7 +142,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.dictionaries(_KEYS, _JSON, max_size=5), min_size=1, max_size=4))
 def test_the_walk_finds_json_trees_nodes_for_any_document(documents: list[object]) -> None:
     # Keys that need quoting, nested and empty lists and objects, every JSON scalar: the
