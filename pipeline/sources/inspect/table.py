@@ -440,6 +440,13 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     sample whose id and epoch are readable is in the log, not lacking); what it holds
     unlisted was read in its place, so is not counted again."""
     samples = _log_samples(path)
+    keys = _planned(header)
+    # The listed samples no sample of the log names: when as many samples have no readable
+    # id or epoch, those are they, and their rows say so (each is then accounted for in its
+    # own place, which a mended log's read resolves, and no entry after them is needed).
+    unnamed_raws = sum(_sample_key(raw) is None for raw in samples)
+    unlisted = [] if keys is None else _missing(keys, {_sample_key(raw) for raw in samples})
+    told = unlisted if unlisted and len(unlisted) == unnamed_raws else []
     held: set[tuple[Any, int]] = set()
     unnamed = 0
     for at in range(len(samples)):
@@ -452,7 +459,10 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
             key = _sample_key(raw)
             if key is None:
                 unnamed += 1
-                name = f"the log's sample at position {at + 1} (its id or epoch is unreadable)"
+                name = f"the log's sample at position {at + 1} (its id or epoch is unreadable"
+                name += (
+                    f"; it is one of {', '.join(told)}, which no other sample is)" if told else ")"
+                )
             else:
                 held.add(key)
                 name = f"sample {key[0]} epoch {key[1]}"
@@ -460,16 +470,22 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
             continue
         held.add((sample.id, sample.epoch))
         yield sample
-    keys = _planned(header)
     if keys is None:  # nothing listed to count against
         return
-    missing = [
+    missing = _missing(keys, held)
+    if told and missing == told and unnamed == len(told):
+        return  # each told in the place of a sample without an id
+    # Every sample the log holds, listed or not, was read in its place: none is uncounted.
+    yield from _uncounted(missing, 0, unnamed)
+
+
+def _missing(keys: list[tuple[Any, int]], held: set[Any]) -> list[str]:
+    """The listed samples (``keys``, in the header's order) not in ``held``, as rows name them."""
+    return [
         f"{sample_id} (epoch {epoch})"
         for sample_id, epoch in keys
         if (sample_id, epoch) not in held
     ]
-    # Every sample the log holds, listed or not, was read in its place: none is uncounted.
-    yield from _uncounted(missing, 0, unnamed)
 
 
 def _deserializing_context() -> dict[str, Any] | None:
