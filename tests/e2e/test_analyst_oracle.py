@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pipeline.compare.fetch import fetch_comparison
 from pipeline.jobs import commands as jobs
@@ -192,12 +193,8 @@ def test_a_reason_named_twice_reads_as_the_least_text(tmp_path: Path) -> None:
     assert row == [("alpha, second",)]
 
 
-def test_gate_metadata_says_a_list_once(tmp_path: Path) -> None:
-    # run_metadata has a list whole and item by item; gate_metadata had both
-    # ({"frames": [1, [2, 3]], "frames[0]": 1, "frames[1]": [2, 3], "frames[1][0]": 2, ...}),
-    # where compare's reasons say a list once.
-    record = json.loads(grade("r1", "1", "p1", 0.0, 0.0))
-    record["grade"]["metadata"]["defect_matching"]["frames"] = [1, [2, 3], {"at": "f"}]
+def _gate_metadata(tmp_path: Path, record: dict[str, Any]) -> str:
+    """failure_reasons.gate_metadata of ``record``, landed alone in a new lake."""
     source = tmp_path / "a.jsonl"
     source.write_text(json.dumps(record) + "\n")
     jobs.run([source], tmp_path / "lake", DEFAULT)
@@ -205,6 +202,16 @@ def test_gate_metadata_says_a_list_once(tmp_path: Path) -> None:
         con_of(tmp_path / "lake").execute("select gate_metadata from failure_reasons").fetchone()
         or ()
     )
+    return str(gate_metadata)
+
+
+def test_gate_metadata_says_a_list_once(tmp_path: Path) -> None:
+    # run_metadata has a list whole and item by item; gate_metadata had both
+    # ({"frames": [1, [2, 3]], "frames[0]": 1, "frames[1]": [2, 3], "frames[1][0]": 2, ...}),
+    # where compare's reasons say a list once.
+    record = json.loads(grade("r1", "1", "p1", 0.0, 0.0))
+    record["grade"]["metadata"]["defect_matching"]["frames"] = [1, [2, 3], {"at": "f"}]
+    gate_metadata = _gate_metadata(tmp_path, record)
     assert json.loads(gate_metadata) == {
         "reason": "frame mismatch",
         "frames": [1, [2, 3], {"at": "f"}],
@@ -221,13 +228,7 @@ def test_gate_metadata_says_a_list_once_below_a_list_over_the_limit(tmp_path: Pa
     record["grade"]["metadata"]["defect_matching"]["frames"] = [
         ["x" * 2000, i] for i in range(items)
     ]
-    source = tmp_path / "a.jsonl"
-    source.write_text(json.dumps(record) + "\n")
-    jobs.run([source], tmp_path / "lake", DEFAULT)
-    (gate_metadata,) = (
-        con_of(tmp_path / "lake").execute("select gate_metadata from failure_reasons").fetchone()
-        or ()
-    )
+    gate_metadata = _gate_metadata(tmp_path, record)
     said = json.loads(gate_metadata)
     assert said.pop("reason") == "frame mismatch"
     assert said == {f"frames[{i}]": ["x" * 2000, i] for i in range(items)}

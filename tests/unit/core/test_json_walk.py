@@ -23,11 +23,9 @@ DOCS = [
 ]
 
 
-def test_the_walk_gives_every_node_json_tree_gives() -> None:
-    # run_metadata.sql keeps every node but the root and non-empty objects: compared with
-    # json_tree's nodes, filtered alike, over documents with quoted keys, nested and empty
-    # lists and objects, and a non-finite number.
-    docs = pl.DataFrame({"row_nr": range(len(DOCS)), "doc": DOCS})
+def _walked_and_tree(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[object, ...]]]:
+    """run_metadata.sql's rows of ``docs`` (row_nr, doc) by the walk, and json_tree's nodes
+    filtered as it filters them (every node but the root and non-empty objects)."""
     con = connect()
     try:
         walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
@@ -40,6 +38,15 @@ def test_the_walk_gives_every_node_json_tree_gives() -> None:
         ).fetchall()
     finally:
         con.close()
+    return walked, tree
+
+
+def test_the_walk_gives_every_node_json_tree_gives() -> None:
+    # run_metadata.sql keeps every node but the root and non-empty objects: compared with
+    # json_tree's nodes, filtered alike, over documents with quoted keys, nested and empty
+    # lists and objects, and a non-finite number.
+    docs = pl.DataFrame({"row_nr": range(len(DOCS)), "doc": DOCS})
+    walked, tree = _walked_and_tree(docs)
     assert sorted(walked.rows(), key=str) == sorted(tree, key=str)
     assert len(tree) > 15
     assert ("$.x y" not in walked["key"].to_list()) and '"x y"."\\"q\\""[1][1][0]' in (
@@ -151,16 +158,5 @@ def test_the_walk_finds_json_trees_nodes_for_any_document(documents: list[object
         {"row_nr": range(len(documents)), "doc": [json.dumps(d) for d in documents]},
         schema={"row_nr": pl.Int64, "doc": pl.String},
     )
-    con = connect()
-    try:
-        walked = walk_json(docs, "ingest/run_metadata.sql", con, [LIST_VALUE_MAX_BYTES])
-        con.register("docs", docs)
-        tree = con.sql(
-            "select d.row_nr, substr(t.fullkey, 3), t.value::varchar, "
-            "case when t.type in ('UBIGINT', 'BIGINT', 'DOUBLE') then t.value::double end "
-            "from docs as d, json_tree(d.doc) as t "
-            "where t.fullkey <> '$' and (t.type <> 'OBJECT' or t.value::varchar = '{}')"
-        ).fetchall()
-    finally:
-        con.close()
+    walked, tree = _walked_and_tree(docs)
     assert sorted(walked.rows(), key=repr) == sorted(tree, key=repr)
