@@ -252,7 +252,7 @@ def _eval_samples(
         member = sample_member(sample_id, epoch)
         size = directory.samples.get(member, 0)
         if named and member not in directory.samples:
-            missing.append(f"{sample_id} (epoch {epoch})")
+            missing.append(_listed_name(sample_id, epoch))
             continue
         if size > room:
             yield from _batch(log_api, path, batch, unread, missing)
@@ -315,7 +315,7 @@ def _batch(
                     str(path), id=sample_id, epoch=epoch, exclude_fields=unread
                 )
             except IndexError:
-                missing.append(f"{sample_id} (epoch {epoch})")
+                missing.append(_listed_name(sample_id, epoch))
                 continue
             except Exception as exc:  # this sample's alone, quarantined
                 why = f"sample {sample_id} epoch {epoch} cannot be read ({failure_text(exc)})"
@@ -445,8 +445,8 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
     # id or epoch, those are they, and their rows say so (each is then accounted for in its
     # own place, which a mended log's read resolves, and no entry after them is needed).
     unnamed_raws = sum(_sample_key(raw) is None for raw in samples)
-    unlisted = [] if keys is None else _missing(keys, {_sample_key(raw) for raw in samples})
-    told = unlisted if unlisted and len(unlisted) == unnamed_raws else []
+    lacking = [] if keys is None else _missing(keys, {_sample_key(raw) for raw in samples})
+    told = lacking if lacking and len(lacking) == unnamed_raws else []
     held: set[tuple[Any, int]] = set()
     unnamed = 0
     for at in range(len(samples)):
@@ -481,11 +481,12 @@ def _json_samples(log_api: Any, path: Path, header: Any) -> Iterator[Any]:
 
 def _missing(keys: list[tuple[Any, int]], held: set[Any]) -> list[str]:
     """The listed samples (``keys``, in the header's order) not in ``held``, as rows name them."""
-    return [
-        f"{sample_id} (epoch {epoch})"
-        for sample_id, epoch in keys
-        if (sample_id, epoch) not in held
-    ]
+    return [_listed_name(*key) for key in keys if key not in held]
+
+
+def _listed_name(sample_id: Any, epoch: int) -> str:
+    """A sample the header lists, as a row counting the lacking ones names it."""
+    return f"{sample_id} (epoch {epoch})"
 
 
 def _deserializing_context() -> dict[str, Any] | None:
