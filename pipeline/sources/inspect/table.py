@@ -201,14 +201,17 @@ JSON_KINDS: dict[type, str] = {
 
 # The same kinds as DuckDB's json_type names them.
 DUCKDB_JSON_KINDS: dict[str, str] = {
-    "OBJECT": "an object",
-    "ARRAY": "an array",
-    "VARCHAR": "a string",
-    "BOOLEAN": "true or false",
-    "BIGINT": "a number",
-    "UBIGINT": "a number",
-    "DOUBLE": "a number",
-    "NULL": "null",
+    duckdb_type: JSON_KINDS[python_type]
+    for duckdb_type, python_type in (
+        ("OBJECT", dict),
+        ("ARRAY", list),
+        ("VARCHAR", str),
+        ("BOOLEAN", bool),
+        ("BIGINT", int),
+        ("UBIGINT", int),
+        ("DOUBLE", float),
+        ("NULL", type(None)),
+    )
 }
 
 # What a .json log's sample Inspect refuses asks of the user. Its row has no text to
