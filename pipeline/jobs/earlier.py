@@ -18,7 +18,12 @@ from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, to
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.sources.inspect.attempts import attempt_rows, run_attempts
 from pipeline.sources.inspect.columns import RUN_ID_PREFIX
-from pipeline.sources.inspect.retries import first_runs, inspect_task_runs
+from pipeline.sources.inspect.retries import (
+    first_runs,
+    inspect_task_runs,
+    is_lacking,
+    retried_lacking,
+)
 from pipeline.sources.inspect.shared import (
     PROBLEMS,
     TASK_PROBLEMS,
@@ -386,3 +391,29 @@ class Retries:
         run_id = str(first["run_id"].item())
         self.found[running.source] = run_id
         return run_id.removeprefix(RUN_ID_PREFIX).split("/")[0]
+
+
+def lacking_retried(store: LakeStore, tx: lk.Transaction) -> pl.DataFrame:
+    """The open entries of Inspect logs counting the samples they lack (an eval stopped
+    early) that a retry landed since (``retries.retried_lacking``), with the retry's first
+    run, from the lake with what ``tx`` staged, so that a log and its retry land in either
+    order, or together. Read once an ingest that landed Inspect runs: the quarantine rows
+    of such entries first, then, only when one is open, the runs of their tasks."""
+    quarantine = store.landed("quarantine", tx).select("source", "line", "raw", "reason")
+    resolved = (
+        store.landed("quarantine_resolved", tx).select("source", "line", _text()).unique().collect()
+    )
+    lacking = still_open(
+        quarantine.filter((pl.col("line") > 0) & is_lacking()).drop("reason").collect(), resolved
+    )
+    if lacking.is_empty():
+        return lacking.with_columns(run_id=pl.lit(None, pl.String))
+    runs = inspect_task_runs(store.landed("task_runs", tx), store.landed("run_metadata", tx))
+    tasks = runs.join(lacking.lazy().select("source").unique(), on="source").select("task_id")
+    runs_of_tasks = runs.join(tasks.unique(), on="task_id", how="semi").collect()
+    sources = runs_of_tasks.get_column("source").unique()
+    unfinished = still_open(
+        quarantine.filter(pl.col("source").is_in(sources.implode())).drop("reason").collect(),
+        resolved,
+    )
+    return retried_lacking(lacking, runs_of_tasks, unfinished.get_column("source").unique())

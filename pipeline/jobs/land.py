@@ -31,6 +31,7 @@ from pipeline.jobs.earlier import (
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
+    lacking_retried,
     read_again,
     repeated_places,
     resolved_before,
@@ -39,6 +40,7 @@ from pipeline.jobs.earlier import (
     unread_before,
 )
 from pipeline.sources.blocks import NOTED_BY_READER
+from pipeline.sources.inspect.retries import lacking_retried_note
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
@@ -122,6 +124,35 @@ class Lander:
                 self.land(*ahead)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if any(problems.height for problems in self.landed.inspect_problems):
+            self._settle_lacking()
+
+    def _settle_lacking(self) -> None:
+        """Resolve the entries of Inspect logs counting samples they lacked (an eval stopped
+        early) whose retry has landed them (``earlier.lacking_retried``), in a part of their
+        own: outcome ``retried``, the retry's first run. Only Inspect runs landing can
+        make good such an entry (the log's own name its task; a retry's land the samples)."""
+        rows = lacking_retried(self.store, self.tx)
+        if rows.is_empty():
+            return
+        resolved = checked(
+            QuarantineResolved,
+            rows.select(
+                "source",
+                "line",
+                "raw",
+                "run_id",
+                outcome=pl.lit("retried"),
+                batch_id=pl.lit(self.batch_id),
+            ),
+        )
+        frames = {name: pl.DataFrame(schema=polars_schema(LANDED[name])) for name in LANDED}
+        frames["quarantine_resolved"] = resolved
+        part = f"{self.batch_id}-p{self.next_part:05d}"
+        self.next_part += 1
+        self.store.write_part(self.tx, part, frames, sorted(set(rows["source"])))
+        self.totals["resolved"] += resolved.height
+        self.notes.extend(rows.select(lacking_retried_note()).to_series().to_list())
 
     def _build(self, lines: Lines) -> Batch:
         return guarded(build_batch, lines, self.env_types, self.batch_id)

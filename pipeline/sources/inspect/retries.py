@@ -39,6 +39,18 @@ def is_lacking() -> pl.Expr:
     return pl.col("reason").str.contains(f"^[0-9]+ {re.escape(LACKING)} ")
 
 
+def lacking_retried_note() -> pl.Expr:
+    """The note on a log whose entry counting the samples it lacked a retry resolved, from
+    the row resolving it (source, run_id: the retry's first run)."""
+    return pl.format(
+        "{}: the samples its header lists and it lacked (an eval stopped early) landed with "
+        "eval {}, a retry of it (the same task id) that landed every sample it lists: the "
+        "entry counting them is resolved (outcome 'retried')",
+        pl.col("source"),
+        run_eval_id(),
+    )
+
+
 def run_eval_id() -> pl.Expr:
     """The eval id an Inspect run_id (``inspect:<eval id>/<sample id>#<epoch>``) names."""
     return pl.col("run_id").str.strip_prefix(RUN_ID_PREFIX).str.split("/").list.first()
