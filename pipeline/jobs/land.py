@@ -135,22 +135,10 @@ class Lander:
         rows = lacking_retried(self.store, self.tx)
         if rows.is_empty():
             return
-        resolved = checked(
-            QuarantineResolved,
-            rows.select(
-                "source",
-                "line",
-                "raw",
-                "run_id",
-                outcome=pl.lit("retried"),
-                batch_id=pl.lit(self.batch_id),
-            ),
-        )
+        resolved = checked(QuarantineResolved, self._retried_rows(rows))
         frames = {name: pl.DataFrame(schema=polars_schema(LANDED[name])) for name in LANDED}
         frames["quarantine_resolved"] = resolved
-        part = f"{self.batch_id}-p{self.next_part:05d}"
-        self.next_part += 1
-        self.store.write_part(self.tx, part, frames, sorted(set(rows["source"])))
+        self.store.write_part(self.tx, self._new_part(), frames, sorted(set(rows["source"])))
         self.totals["resolved"] += resolved.height
         self.notes.extend(rows.select(lacking_retried_note()).to_series().to_list())
 
@@ -238,8 +226,7 @@ class Lander:
     def _write(
         self, lines: Lines, batch: Batch, result: Deduped, frames: dict[str, pl.DataFrame]
     ) -> None:
-        part = f"{self.batch_id}-p{self.next_part:05d}"
-        self.next_part += 1
+        part = self._new_part()
         logs, retried = self._retried(lines.files)
         if retried.height:
             frames["quarantine_resolved"] = pl.concat(
@@ -299,7 +286,12 @@ class Lander:
         )
         rows = still_open(self.unread, self.resolved).join(runs, on="source")
         self.unread = self.unread.join(runs, on="source", how="anti")
-        return len(logs), rows.select(
+        return len(logs), self._retried_rows(rows)
+
+    def _retried_rows(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Open quarantine ``rows`` (source, line, raw) resolved by a retry's first run
+        (``run_id``), as quarantine_resolved holds them."""
+        return rows.select(
             "source",
             "line",
             "raw",
@@ -307,6 +299,11 @@ class Lander:
             outcome=pl.lit("retried"),
             batch_id=pl.lit(self.batch_id),
         )
+
+    def _new_part(self) -> str:
+        part = f"{self.batch_id}-p{self.next_part:05d}"
+        self.next_part += 1
+        return part
 
 
 def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
