@@ -400,20 +400,19 @@ def lacking_retried(store: LakeStore, tx: lk.Transaction) -> pl.DataFrame:
     order, or together. Read once an ingest that landed Inspect runs: the quarantine rows
     of such entries first, then, only when one is open, the runs of their tasks."""
     quarantine = store.landed("quarantine", tx).select("source", "line", "raw", "reason")
-    resolved = (
-        store.landed("quarantine_resolved", tx).select("source", "line", _text()).unique().collect()
-    )
-    lacking = still_open(
-        quarantine.filter((pl.col("line") > 0) & is_lacking()).drop("reason").collect(), resolved
-    )
+    resolved = store.landed("quarantine_resolved", tx).select("source", "line", _text())
+
+    def open_rows(rows: pl.LazyFrame) -> pl.DataFrame:
+        found = rows.drop("reason").collect()
+        at = resolved.join(found.lazy().select("source").unique(), on="source", how="semi")
+        return still_open(found, at.unique().collect())
+
+    lacking = open_rows(quarantine.filter((pl.col("line") > 0) & is_lacking()))
     if lacking.is_empty():
         return lacking.with_columns(run_id=pl.lit(None, pl.String))
     runs = inspect_task_runs(store.landed("task_runs", tx), store.landed("run_metadata", tx))
     tasks = runs.join(lacking.lazy().select("source").unique(), on="source").select("task_id")
     runs_of_tasks = runs.join(tasks.unique(), on="task_id", how="semi").collect()
     sources = runs_of_tasks.get_column("source").unique()
-    unfinished = still_open(
-        quarantine.filter(pl.col("source").is_in(sources.implode())).drop("reason").collect(),
-        resolved,
-    )
+    unfinished = open_rows(quarantine.filter(pl.col("source").is_in(sources.implode())))
     return retried_lacking(lacking, runs_of_tasks, unfinished.get_column("source").unique())
