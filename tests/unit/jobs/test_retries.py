@@ -67,6 +67,9 @@ def test_a_run_of_the_same_task_from_another_eval_a_second_later_is_a_retry() ->
 
 
 def test_within_the_second_the_killed_log_began_it_may_be_the_attempt_before() -> None:
+    # Or a retry: Inspect records nothing else that tells them apart (a retry has a new eval
+    # id and run id, the task id every attempt has; eval.created is to the second), so the
+    # log stays "still running" rather than be taken for retried by the attempt before it.
     assert find([("inspect:E0/ex-0#1", SECOND - timedelta(microseconds=1), "T1")]) is None
 
 
