@@ -116,8 +116,9 @@ class Quarantine(Model):
 # superseded: the same place was read again and quarantined with other text (no run).
 # reread: a counted block (no text) was read again from its source; its lines are now runs
 # or quarantine rows of the replay's batch (the row is at the block's first line).
-# retried: an Inspect log left at "started" (line 0) whose eval was retried: the retry's
-# log landed its samples; run_id is the retry's first run.
+# retried: an Inspect log left at "started" (line 0) whose eval was retried, or a log's
+# entry counting the samples it lacked (an eval stopped early): the retry's log landed its
+# samples; run_id is the retry's first run.
 RESOLUTIONS = ("landed", "duplicate", "superseded", "reread", "retried")
 
 

@@ -17,7 +17,13 @@ from pipeline.ingest.batch import Batch
 from pipeline.ingest.dedupe import LANDED_ATTEMPTS_SCHEMA, Attempts, Deduped, touching
 from pipeline.sources.blocks import READ_AGAIN
 from pipeline.sources.inspect.attempts import attempt_rows, run_attempts
-from pipeline.sources.inspect.columns import RUN_ID_PREFIX, TASK_ID_KEY
+from pipeline.sources.inspect.columns import RUN_ID_PREFIX
+from pipeline.sources.inspect.retries import (
+    first_runs,
+    inspect_task_runs,
+    is_lacking,
+    retried_lacking,
+)
 from pipeline.sources.inspect.shared import (
     PROBLEMS,
     TASK_PROBLEMS,
@@ -345,40 +351,68 @@ class Retries:
     into chunks, and a killed log and its retry read together are told apart by the next one.
     Inspect writes when an eval began to the second, and eval_set retries a failed eval at
     once: runs graded within that second may be the failed attempt's own. ``found`` names,
-    per log, the retry's first run. Each log scans the lake's Inspect task ids (0.10 s at
-    300k runs)."""
+    per log, the retry's first run. The lake's Inspect runs are read once, at the first
+    such log, and held by task id: each log after it reads nothing."""
 
     store: LakeStore
     found: dict[str, str] = field(default_factory=dict)
+    by_task: dict[str, pl.DataFrame] | None = None
+
+    def _runs(self, task_id: str) -> pl.DataFrame | None:
+        if self.by_task is None:
+            runs = (
+                inspect_task_runs(self.store.landed("task_runs"), self.store.landed("run_metadata"))
+                .drop("source")
+                .collect()
+            )
+            self.by_task = {
+                str(key[0]): frame
+                for key, frame in runs.partition_by("task_id", as_dict=True).items()
+            }
+        return self.by_task.get(task_id)
 
     def find(self, running: RunningEval) -> str | None:
         """The retry's eval id, else None (the reader's FindRetry)."""
-        meta = self.store.landed("run_metadata")
-        # Decoded once filtered: only the task ids' values are JSON strings.
-        same_task = (
-            meta.filter(
-                (pl.col("key") == TASK_ID_KEY)
-                & pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
-                & pl.col("value").str.starts_with('"')
-            )
-            .select("run_id", task_id=pl.col("value").str.json_decode(pl.String))
-            .filter(pl.col("task_id") == running.task_id)
+        runs = self._runs(running.task_id)
+        if runs is None:
+            return None
+        log = pl.DataFrame(
+            {
+                "source": [running.source],
+                "task_id": [running.task_id],
+                "eval_id": [running.eval_id],
+                "after": [running.created + CREATED_PRECISION],
+            },
+            schema_overrides={"after": pl.Datetime("us", "UTC")},
         )
-        first = (
-            self.store.landed("task_runs")
-            .filter(
-                pl.col("run_id").str.starts_with(RUN_ID_PREFIX)
-                & ~pl.col("run_id").str.starts_with(f"{RUN_ID_PREFIX}{running.eval_id}/")
-                & (pl.col("graded_at") >= running.created + CREATED_PRECISION)
-            )
-            .join(same_task, on="run_id", how="semi")
-            .sort("graded_at", "run_id")
-            .select("run_id")
-            .head(1)
-            .collect()
-        )
+        first = first_runs(log, runs, ["source"])
         if first.is_empty():
             return None
-        run_id = str(first.item())
+        run_id = str(first["run_id"].item())
         self.found[running.source] = run_id
         return run_id.removeprefix(RUN_ID_PREFIX).split("/")[0]
+
+
+def lacking_retried(store: LakeStore, tx: lk.Transaction) -> pl.DataFrame:
+    """The open entries of Inspect logs counting the samples they lack (an eval stopped
+    early) that a retry landed since (``retries.retried_lacking``), with the retry's first
+    run, from the lake with what ``tx`` staged, so that a log and its retry land in either
+    order, or together. Read once an ingest that landed Inspect runs: the quarantine rows
+    of such entries first, then, only when one is open, the runs of their tasks."""
+    quarantine = store.landed("quarantine", tx).select("source", "line", "raw", "reason")
+    resolved = store.landed("quarantine_resolved", tx).select("source", "line", _text())
+
+    def open_rows(rows: pl.LazyFrame) -> pl.DataFrame:
+        found = rows.drop("reason").collect()
+        at = resolved.join(found.lazy().select("source").unique(), on="source", how="semi")
+        return still_open(found, at.unique().collect())
+
+    lacking = open_rows(quarantine.filter((pl.col("line") > 0) & is_lacking()))
+    if lacking.is_empty():
+        return lacking.with_columns(run_id=pl.lit(None, pl.String))
+    runs = inspect_task_runs(store.landed("task_runs", tx), store.landed("run_metadata", tx))
+    tasks = runs.join(lacking.lazy().select("source").unique(), on="source").select("task_id")
+    runs_of_tasks = runs.join(tasks.unique(), on="task_id", how="semi").collect()
+    sources = runs_of_tasks.get_column("source").unique()
+    unfinished = open_rows(quarantine.filter(pl.col("source").is_in(sources.implode())))
+    return retried_lacking(lacking, runs_of_tasks, unfinished.get_column("source").unique())

@@ -100,7 +100,8 @@ def ingest_locked(
             f"{totals['resolved']} earlier quarantine row(s) resolved: their places were read "
             "again (same file and line) and landed, were copies of runs landed before, or were "
             "quarantined with other text; or their whole file, unreadable or still running "
-            "then, was read, or was an Inspect eval's log whose retry landed "
+            "then, was read, or was an Inspect eval's log whose retry landed; or they counted "
+            "samples an Inspect log lacked, which its retry landed "
             "(quarantine_resolved has each, with its outcome)"
         ]
         if totals["resolved"]

@@ -31,6 +31,7 @@ from pipeline.jobs.earlier import (
     earlier_landed_lines,
     earlier_quarantine,
     earlier_runs,
+    lacking_retried,
     read_again,
     repeated_places,
     resolved_before,
@@ -39,6 +40,7 @@ from pipeline.jobs.earlier import (
     unread_before,
 )
 from pipeline.sources.blocks import NOTED_BY_READER
+from pipeline.sources.inspect.retries import lacking_retried_note
 from pipeline.sources.lines import Lines
 from pipeline.storage import lake as lk
 from pipeline.storage.store import LakeStore
@@ -122,6 +124,23 @@ class Lander:
                 self.land(*ahead)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if any(problems.height for problems in self.landed.inspect_problems):
+            self._settle_lacking()
+
+    def _settle_lacking(self) -> None:
+        """Resolve the entries of Inspect logs counting samples they lacked (an eval stopped
+        early) whose retry has landed them (``earlier.lacking_retried``), in a part of their
+        own: outcome ``retried``, the retry's first run. Only Inspect runs landing can
+        make good such an entry (the log's own name its task; a retry's land the samples)."""
+        rows = lacking_retried(self.store, self.tx)
+        if rows.is_empty():
+            return
+        resolved = checked(QuarantineResolved, self._retried_rows(rows))
+        frames = {name: pl.DataFrame(schema=polars_schema(LANDED[name])) for name in LANDED}
+        frames["quarantine_resolved"] = resolved
+        self.store.write_part(self.tx, self._new_part(), frames, sorted(set(rows["source"])))
+        self.totals["resolved"] += resolved.height
+        self.notes.extend(rows.select(lacking_retried_note()).to_series().to_list())
 
     def _build(self, lines: Lines) -> Batch:
         return guarded(build_batch, lines, self.env_types, self.batch_id)
@@ -207,8 +226,7 @@ class Lander:
     def _write(
         self, lines: Lines, batch: Batch, result: Deduped, frames: dict[str, pl.DataFrame]
     ) -> None:
-        part = f"{self.batch_id}-p{self.next_part:05d}"
-        self.next_part += 1
+        part = self._new_part()
         logs, retried = self._retried(lines.files)
         if retried.height:
             frames["quarantine_resolved"] = pl.concat(
@@ -268,7 +286,12 @@ class Lander:
         )
         rows = still_open(self.unread, self.resolved).join(runs, on="source")
         self.unread = self.unread.join(runs, on="source", how="anti")
-        return len(logs), rows.select(
+        return len(logs), self._retried_rows(rows)
+
+    def _retried_rows(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Open quarantine ``rows`` (source, line, raw) resolved by a retry's first run
+        (``run_id``), as quarantine_resolved holds them."""
+        return rows.select(
             "source",
             "line",
             "raw",
@@ -276,6 +299,11 @@ class Lander:
             outcome=pl.lit("retried"),
             batch_id=pl.lit(self.batch_id),
         )
+
+    def _new_part(self) -> str:
+        part = f"{self.batch_id}-p{self.next_part:05d}"
+        self.next_part += 1
+        return part
 
 
 def file_outcomes(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:

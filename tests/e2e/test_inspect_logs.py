@@ -1573,3 +1573,70 @@ def test_a_json_log_sample_nested_past_what_python_recurses_is_quarantined_alone
     assert [line for line, _, _ in got] == [line for line, _, _ in good]
     assert got[0] == good[0] and got[2:] == good[2:]
     assert got[1][1] is None and "RecursionError" in (got[1][2] or "")
+
+
+def _open_lacking(lake: Path) -> list[tuple[str, str]]:
+    """The quarantine view's open entries counting samples a log lacks (file name, reason)."""
+    rows = _rows(lake, "select source, reason from quarantine order by 1")
+    return [(Path(source).name, reason) for source, reason in rows if "lists are not in" in reason]
+
+
+@pytest.mark.slow
+def test_a_stopped_logs_lacking_samples_are_resolved_once_a_retry_lands_them(
+    tmp_path: Path,
+) -> None:
+    # An eval that stops at an error (fail_on_error, one sample at a time) lands what it
+    # finished; its entry counting the samples it never ran stays open until a retry has
+    # landed them. A retry that stops too leaves it (and its own) open; a retry of that one
+    # that lands every sample resolves both, naming its first run; in any order of reading.
+    inspect_ai = pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    stopping = {"fail_on_error": True, "max_samples": 1, "display": "none"}
+    stopped = _flaky_eval(tmp_path, ("ex-0",), **stopping)
+    again = inspect_ai.eval_retry(stopped.location, log_dir=str(tmp_path / "logs"), **stopping)[0]
+    (tmp_path / "flags" / "ex-0").unlink()
+    done = inspect_ai.eval_retry(again.location, log_dir=str(tmp_path / "logs"), **stopping)[0]
+    logs = [read_eval_log(log.location) for log in (stopped, again, done)]
+    assert [log.status for log in logs] == ["error", "error", "success"]
+    held = [{(s.id, s.epoch) for s in log.samples or []} for log in logs]
+    assert len(held[0]) < 4 and len(held[1]) < 4 and len(held[2]) == 4
+
+    lake = tmp_path / "lake"
+    names = [Path(log.location).name for log in logs]
+    for index in (0, 1):
+        inbox = tmp_path / f"inbox{index}"
+        inbox.mkdir()
+        shutil.copy(logs[index].location, inbox)
+        assert pipeline("ingest", inbox, "--lake", lake).returncode == 0
+    assert [name for name, _ in _open_lacking(lake)] == sorted(names[:2])
+    inbox = tmp_path / "inbox2"
+    inbox.mkdir()
+    shutil.copy(logs[2].location, inbox)
+    read = pipeline("ingest", inbox, "--lake", lake)
+    assert read.returncode == 0, read.stderr
+    assert _open_lacking(lake) == []
+    # Resolved by the last retry's first run graded after each log's last landed run.
+    resolved = _rows(
+        lake,
+        "select source, run_id, outcome from quarantine_resolved where outcome = 'retried'",
+    )
+    assert sorted(Path(source).name for source, _, _ in resolved) == sorted(names[:2])
+    assert {run_id.split("/")[0] for _, run_id, _ in resolved} == {
+        f"inspect:{logs[2].eval.eval_id}"
+    }
+    note = " ".join(read.stdout.split())
+    assert f"landed with eval {logs[2].eval.eval_id}, a retry of it" in note
+    assert pipeline("check", "--lake", lake).returncode == 0
+
+    # Read together, or the retry first: the same entries end resolved.
+    for order in ((0, 1, 2), (2, 1, 0)):
+        lake = tmp_path / f"lake{''.join(map(str, order))}"
+        for index in order:
+            inbox = tmp_path / f"in{index}{order[0]}"
+            inbox.mkdir()
+            shutil.copy(logs[index].location, inbox)
+            assert pipeline("ingest", inbox, "--lake", lake).returncode == 0
+        assert _open_lacking(lake) == []
+    assert pipeline("ingest", tmp_path / "logs", "--lake", tmp_path / "together").returncode == 0
+    assert _open_lacking(tmp_path / "together") == []

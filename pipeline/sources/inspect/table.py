@@ -44,6 +44,7 @@ from pipeline.sources.inspect.extract import (
     usage_totals,
 )
 from pipeline.sources.inspect.members import Directory, sample_member
+from pipeline.sources.inspect.retries import lacking_reason
 from pipeline.sources.limits import ReadLimits, failure_text, oversize_reason
 from pipeline.sources.lines import LINE_SCHEMA, one_line
 from pipeline.storage.lake import InputError
@@ -355,9 +356,7 @@ def _uncounted(missing: list[str], unlisted: int, unnamed: int = 0) -> Iterator[
         why = "an eval stopped early" + (
             ", or one of the samples quarantined above whose id is unreadable" if unnamed else ""
         )
-        yield Unread(
-            f"{len(missing)} sample(s) the log's header lists are not in it ({why}?): {shown}"
-        )
+        yield Unread(lacking_reason(len(missing), why, shown))
     if unlisted > 0:
         yield Unread(
             f"{unlisted} sample(s) in the log are not among the sample ids its header lists: "

@@ -26,9 +26,14 @@ class Store:
         self.runs = pl.DataFrame(
             {
                 "run_id": [run_id for run_id, _, _ in runs],
+                "source": ["retry.eval"] * len(runs),
                 "graded_at": [BEGAN + after for _, after, _ in runs],
             },
-            schema={"run_id": pl.String, "graded_at": pl.Datetime("us", "UTC")},
+            schema={
+                "run_id": pl.String,
+                "source": pl.String,
+                "graded_at": pl.Datetime("us", "UTC"),
+            },
         )
         ids = [run_id for run_id, _, _ in runs]
         # Beside each task id, metadata of other keys whose values are not strings: never
@@ -41,7 +46,10 @@ class Store:
             }
         )
 
+        self.reads: list[str] = []
+
     def landed(self, table: str, tx: Any = None) -> pl.LazyFrame:
+        self.reads.append(table)
         return {"task_runs": self.runs, "run_metadata": self.meta}[table].lazy()
 
 
@@ -59,6 +67,9 @@ def test_a_run_of_the_same_task_from_another_eval_a_second_later_is_a_retry() ->
 
 
 def test_within_the_second_the_killed_log_began_it_may_be_the_attempt_before() -> None:
+    # Or a retry: Inspect records nothing else that tells them apart (a retry has a new eval
+    # id and run id, the task id every attempt has; eval.created is to the second), so the
+    # log stays "still running" rather than be taken for retried by the attempt before it.
     assert find([("inspect:E0/ex-0#1", SECOND - timedelta(microseconds=1), "T1")]) is None
 
 
@@ -78,3 +89,20 @@ def test_of_several_retries_the_first_graded_run_is_named() -> None:
     retries = Retries(Store(runs))  # type: ignore[arg-type]
     assert retries.find(KILLED) == "E3"
     assert retries.found == {"killed.eval": "inspect:E3/a#1"}
+
+
+def test_the_lake_is_read_once_however_many_logs_are_looked_up() -> None:
+    # An ingest of many logs left at "started" read the lake's runs for each: it reads them
+    # once, at the first, and each log after it is looked up in what was read.
+    store = Store([("inspect:E2/ex-0#1", SECOND, "T1"), ("inspect:E5/ex-0#1", SECOND, "T4")])
+    retries = Retries(store)  # type: ignore[arg-type]
+    killed = [
+        RunningEval(source=f"killed{n}.eval", task_id=f"T{n}", eval_id=f"E{n}", created=BEGAN)
+        for n in range(1, 5)
+    ]
+    assert [retries.find(log) for log in killed] == ["E2", None, None, "E5"]
+    assert sorted(store.reads) == ["run_metadata", "task_runs"]
+    assert retries.found == {
+        "killed1.eval": "inspect:E2/ex-0#1",
+        "killed4.eval": "inspect:E5/ex-0#1",
+    }
