@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from pipeline.compare.reasons import failure_reasons
+from pipeline.compare.text import UTC
 from pipeline.compare.versions import (
     DEFAULT_SETTINGS,
     CompareSettings,
@@ -27,7 +28,13 @@ KNOWN_SHOWN = 10
 
 
 def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:
-    return run_sql(f"queries/{name}.sql", {}, list(params), con=con)
+    """The query's rows, every instant in UTC: DuckDB hands a TIMESTAMPTZ over in the
+    session's TimeZone, the reading machine's own, and one lake must read the same on every
+    machine (``history``'s first graded run was the reader's local time)."""
+    import polars.selectors as cs
+
+    frame = run_sql(f"queries/{name}.sql", {}, list(params), con=con)
+    return frame.with_columns(cs.datetime(time_zone="*").dt.convert_time_zone(UTC))
 
 
 def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] | str:

@@ -13,7 +13,7 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from pipeline.compare import metrics, stats
-from pipeline.compare.text import delta, interval, number, p_value
+from pipeline.compare.text import UTC, delta, interval, number, p_value
 from pipeline.core.visible import visible
 
 Block = Table | str
@@ -238,7 +238,7 @@ def _history_table(agent: str) -> Table:
         "over the env types",
     )
     table.add_column("version", no_wrap=True)
-    table.add_column("first graded", min_width=10)
+    table.add_column(f"first graded ({UTC})", min_width=10)
     table.add_column("runs", justify="right", min_width=4)
     table.add_column("problems", justify="right", min_width=4)
     table.add_column("mean_score_problems", min_width=14)

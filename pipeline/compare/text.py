@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 MISSING = "–"
+# The zone of every time shown (fetch.py reads them in it), whatever the reader's own.
+UTC = "UTC"
 
 
 def number(value: Any, digits: int = 3, *, signed: bool = False, missing: str = MISSING) -> str:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +209,44 @@ def test_missing_warehouse_fails_clearly(tmp_path: Path) -> None:
     assert done.returncode == 2  # not a lake: a usage error (CONTRACT section 7)
     assert "does not exist" in done.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def _history_in_kolkata(lake: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``history`` in a process whose local time zone is UTC+05:30, as a laptop's may be
+    (DuckDB takes a connection's TimeZone from it when the process starts)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "history",
+            "--agent",
+            "cli-agent",
+            "--lake",
+            lake,
+            *extra,
+        ],
+        env={**os.environ, "TZ": "Asia/Kolkata"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_history_times_are_utc_whatever_the_readers_time_zone(lake: Path) -> None:
+    # The fixture's 1.0 runs were graded from 2026-02-01T10:00:00+00:00 on. history showed
+    # the reading machine's local time (15:30+05:30 here), the terminal without its zone:
+    # one lake gave two JSON documents and a time a reader elsewhere took for their own.
+    done = _history_in_kolkata(lake, "--json")
+    assert done.returncode == 0, done.stderr
+    firsts = [v["first_graded_at"] for v in json.loads(done.stdout)["versions"]]
+    assert firsts == [
+        "2026-02-01 10:00:00+00:00",
+        "2026-02-02 10:00:00+00:00",
+        "2026-02-03 10:00:00+00:00",
+    ]
+    table = _history_in_kolkata(lake)
+    assert table.returncode == 0, table.stderr
+    assert "first graded (UTC)" in table.stdout and "2026-02-01 10:00" in table.stdout
