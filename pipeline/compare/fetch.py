@@ -3,9 +3,10 @@ parameterised queries ``sql/queries/compare_*.sql``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import duckdb
 import polars as pl
@@ -23,7 +24,7 @@ from pipeline.core.jsonsafe import json_safe
 from pipeline.core.sql import run_sql
 from pipeline.warehouse import reading
 
-# How many known agents the message for an unknown one names.
+# How many known agents (and versions) the message for an unknown one names.
 KNOWN_SHOWN = 10
 
 
@@ -50,13 +51,52 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
         return f"no runs of agent {agent!r} in the warehouse at {lake}" + (
             f"; known agents: {shown}" if agents else "; it holds no task runs"
         )
-    missing = [v for v in wanted if v not in known]
+    versions = [str(v) for v in known]
+    missing = [v for v in wanted if v not in versions]
     if missing:
-        return (
-            f"agent {agent!r} has no runs of version(s) {', '.join(map(repr, missing))}; "
-            f"known versions: {', '.join(map(str, known))}"
+        # Quoted as Python quotes them, so a name holding ', ' or a line break reads as one
+        # name and the message stays on one line; the latest ones, the likely meant.
+        latest = versions[-KNOWN_SHOWN:]
+        which = (
+            f", the latest {len(latest)} of {len(versions)}" if len(latest) < len(versions) else ""
         )
-    return [str(v) for v in known]
+        said = ", ".join(f"{v!r}{_looks_like(v, versions)}" for v in missing)
+        return (
+            f"agent {agent!r} has no runs of version(s) {said}; "
+            f"known versions{which}: {', '.join(map(repr, latest))}"
+        )
+    return versions
+
+
+# What a name typed may differ in from the name a grader wrote and still look the same on a
+# screen: each with the form in which that difference is gone.
+_INVISIBLE_DIFFERENCES: Final[tuple[tuple[str, Callable[[str], str]], ...]] = (
+    ("Unicode normalization", lambda text: unicodedata.normalize("NFC", text)),
+    ("letter case", str.casefold),
+    ("surrounding whitespace", str.strip),
+)
+
+
+def _looks_like(given: str, known: Sequence[str]) -> str:
+    """`` (the known version 'X' differs from it only in ...)`` when a known version is the
+    given text up to the differences above, naming the ones that matter; else ''."""
+
+    def same_up_to(text: str, skipped: str | None = None) -> str:
+        for name, form in _INVISIBLE_DIFFERENCES:
+            text = text if name == skipped else form(text)
+        return text
+
+    for version in known:
+        if same_up_to(version) == same_up_to(given):
+            matter = [
+                name
+                for name, _ in _INVISIBLE_DIFFERENCES
+                if same_up_to(version, name) != same_up_to(given, name)
+            ]
+            return (
+                f" (the known version {version!r} differs from it only in {' and '.join(matter)})"
+            )
+    return ""
 
 
 def fetch_comparison(

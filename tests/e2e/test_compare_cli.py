@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +251,66 @@ def test_history_times_are_utc_whatever_the_readers_time_zone(lake: Path) -> Non
     table = _history_in_kolkata(lake)
     assert table.returncode == 0, table.stderr
     assert "first graded (UTC)" in table.stdout and "2026-02-01 10:00" in table.stdout
+
+
+NFC_VERSION = "2.0 β ünï"  # as the grader wrote it: ü and ï one code point each
+
+
+@pytest.fixture(scope="module")
+def named_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Versions named as graders name them: with spaces and letters beyond ASCII, one with
+    a line break, and a dozen nightly builds."""
+    root = tmp_path_factory.mktemp("compare_names")
+    versions = [f"nightly-{day:02d}" for day in range(1, 13)] + [NFC_VERSION, "v3\nline"]
+    records = [
+        {**_gate_pass(version, day), "run_id": f"named-{day}", "agent": "named-agent"}
+        for day, version in enumerate(versions, start=1)
+    ]
+    (root / "named.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = pipeline("run", str(root / "named.jsonl"), "--lake", str(root / "lake"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root / "lake"
+
+
+def _unknown_version(lake: Path, candidate: str) -> str:
+    done = pipeline(
+        "compare", "--agent", "named-agent", "--baseline", "nightly-01", "--candidate", candidate,
+        "--lake", str(lake),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    return done.stderr
+
+
+def test_an_unknown_version_is_named_in_one_line_with_the_latest_known_ones(
+    named_lake: Path,
+) -> None:
+    # The known versions were listed bare, all of them: a name with ', ' or a line break in
+    # it could not be told from two, the line break broke the one-line message, and an
+    # agent with hundreds of nightly builds printed hundreds.
+    said = _unknown_version(named_lake, "9.9")
+    assert said == (
+        "usage: agent 'named-agent' has no runs of version(s) '9.9'; known versions, the "
+        "latest 10 of 14: 'nightly-05', 'nightly-06', 'nightly-07', 'nightly-08', "
+        "'nightly-09', 'nightly-10', 'nightly-11', 'nightly-12', '2.0 β ünï', 'v3\\nline'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "differs_in"),
+    [
+        # ü and ï as a letter and a combining mark, as a macOS file name or an IME types
+        # them: it printed the same as the known name, which it was said not to be.
+        (unicodedata.normalize("NFD", NFC_VERSION), "Unicode normalization"),
+        (NFC_VERSION.upper(), "letter case"),
+        (f"{NFC_VERSION} ", "surrounding whitespace"),
+    ],
+)
+def test_a_version_that_only_looks_known_says_which_it_looks_like(
+    named_lake: Path, typed: str, differs_in: str
+) -> None:
+    said = _unknown_version(named_lake, typed)
+    assert said.startswith(
+        f"usage: agent 'named-agent' has no runs of version(s) {typed!r} (the known version "
+        f"{NFC_VERSION!r} differs from it only in {differs_in}); known versions"
+    ), said
+    assert said.count("\n") == 1
