@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.rubric import load_rubric
 from tests.clirunner import Done, pipeline
 
 N_PROBLEMS = 30
@@ -314,3 +315,17 @@ def test_a_version_that_only_looks_known_says_which_it_looks_like(
         f"{NFC_VERSION!r} differs from it only in {differs_in}); known versions"
     ), said
     assert said.count("\n") == 1
+
+
+@pytest.mark.parametrize("to", ["default", "the default's id"])
+def test_rescore_diff_of_a_rubric_with_itself_is_bad_usage(lake: Path, to: str) -> None:
+    # compare refuses one version twice and surface-diff one server version twice; rescore-diff
+    # printed a table of zeros and exited 0, also for 'default' against its own id.
+    own = load_rubric(None).rubric_id
+    done = pipeline(
+        "rescore-diff", "--from", "default", "--to", own if to != "default" else to,
+        "--lake", str(lake),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    assert done.stderr == (f"usage: --from and --to are both rubric {own}: nothing to compare\n")
+    assert done.stdout == ""
