@@ -3,16 +3,15 @@ parameterised queries ``sql/queries/compare_*.sql``."""
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import duckdb
 import polars as pl
 
 from pipeline.compare.reasons import failure_reasons
-from pipeline.compare.text import UTC
+from pipeline.compare.text import UTC, invisible_differences
 from pipeline.compare.versions import (
     DEFAULT_SETTINGS,
     CompareSettings,
@@ -68,34 +67,12 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
     return versions
 
 
-# What a name typed may differ in from the name a grader wrote and still look the same on a
-# screen: each with the form in which that difference is gone.
-_INVISIBLE_DIFFERENCES: Final[tuple[tuple[str, Callable[[str], str]], ...]] = (
-    ("Unicode normalization", lambda text: unicodedata.normalize("NFC", text)),
-    ("letter case", str.casefold),
-    ("surrounding whitespace", str.strip),
-)
-
-
 def _looks_like(given: str, known: Sequence[str]) -> str:
-    """`` (the known version 'X' differs from it only in ...)`` when a known version is the
-    given text up to the differences above, naming the ones that matter; else ''."""
-
-    def same_up_to(text: str, skipped: str | None = None) -> str:
-        for name, form in _INVISIBLE_DIFFERENCES:
-            text = text if name == skipped else form(text)
-        return text
-
+    """`` (the known version 'X' differs from it only in ...)`` for a known version a screen
+    shows as the name given; else ''."""
     for version in known:
-        if same_up_to(version) == same_up_to(given):
-            matter = [
-                name
-                for name, _ in _INVISIBLE_DIFFERENCES
-                if same_up_to(version, name) != same_up_to(given, name)
-            ]
-            return (
-                f" (the known version {version!r} differs from it only in {' and '.join(matter)})"
-            )
+        if differences := invisible_differences(given, version):
+            return f" (the known version {version!r} differs from it only in {differences})"
     return ""
 
 

@@ -266,6 +266,11 @@ def named_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     records = [
         {**_gate_pass(version, day), "run_id": f"named-{day}", "agent": "named-agent"}
         for day, version in enumerate(versions, start=1)
+    ] + [
+        # A build number written once with the newline its shell variable carried, cut to a
+        # space: two versions on a screen that shows one name twice.
+        {**_gate_pass(version, day), "run_id": f"twin-{day}", "agent": "twin-agent"}
+        for day, version in enumerate(["1.1", "1.2", "1.2 "], start=1)
     ]
     (root / "named.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     done = pipeline("run", str(root / "named.jsonl"), "--lake", str(root / "lake"))
@@ -329,3 +334,15 @@ def test_rescore_diff_of_a_rubric_with_itself_is_bad_usage(lake: Path, to: str) 
     assert done.returncode == 2, done.stdout
     assert done.stderr == (f"usage: --from and --to are both rubric {own}: nothing to compare\n")
     assert done.stdout == ""
+
+
+def test_history_says_which_versions_only_look_alike(named_lake: Path) -> None:
+    # history showed '1.2' and '1.2 ' as two rows reading 1.2, the second step of 1.2
+    # against 1.2, with nothing to say they are two names.
+    done = pipeline("history", "--agent", "twin-agent", "--lake", str(named_lake))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(
+        "note: '1.2' and '1.2 ' are two versions, told apart only by surrounding whitespace\n"
+    )
+    alone = pipeline("history", "--agent", "named-agent", "--lake", str(named_lake))
+    assert alone.returncode == 0 and "two versions" not in alone.stdout
