@@ -47,7 +47,8 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
         shown = ", ".join(map(repr, agents[:KNOWN_SHOWN])) + (
             ", ..." if len(agents) > KNOWN_SHOWN else ""
         )
-        return f"no runs of agent {agent!r} in the warehouse at {lake}" + (
+        looks = _looks_like(agent, agents, "agent")
+        return f"no runs of agent {agent!r}{looks} in the warehouse at {lake}" + (
             f"; known agents: {shown}" if agents else "; it holds no task runs"
         )
     versions = [str(v) for v in known]
@@ -59,7 +60,7 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
         which = (
             f", the latest {len(latest)} of {len(versions)}" if len(latest) < len(versions) else ""
         )
-        said = ", ".join(f"{v!r}{_looks_like(v, versions)}" for v in missing)
+        said = ", ".join(f"{v!r}{_looks_like(v, versions, 'version')}" for v in missing)
         return (
             f"agent {agent!r} has no runs of version(s) {said}; "
             f"known versions{which}: {', '.join(map(repr, latest))}"
@@ -67,12 +68,12 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
     return versions
 
 
-def _looks_like(given: str, known: Sequence[str]) -> str:
-    """`` (the known version 'X' differs from it only in ...)`` for a known version a screen
-    shows as the name given; else ''."""
-    for version in known:
-        if differences := invisible_differences(given, version):
-            return f" (the known version {version!r} differs from it only in {differences})"
+def _looks_like(given: str, known: Sequence[str], what: str) -> str:
+    """`` (the known <what> 'X' differs from it only in ...)`` for a known name a reader may
+    take for the one given (text.invisible_differences); else ''."""
+    for name in known:
+        if differences := invisible_differences(given, name):
+            return f" (the known {what} {name!r} differs from it only in {differences})"
     return ""
 
 

@@ -184,7 +184,8 @@ def test_an_unknown_agent_is_bad_usage_naming_the_known_ones(lake: Path) -> None
     done = pipeline("history", "--agent", "CLI-Agent", "--lake", str(lake))
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        f"usage: no runs of agent 'CLI-Agent' in the warehouse at {lake}; known agents: 'cli-agent'"
+        "usage: no runs of agent 'CLI-Agent' (the known agent 'cli-agent' differs from it only "
+        f"in letter case) in the warehouse at {lake}; known agents: 'cli-agent'"
     )
 
 
@@ -346,3 +347,15 @@ def test_history_says_which_versions_only_look_alike(named_lake: Path) -> None:
     )
     alone = pipeline("history", "--agent", "named-agent", "--lake", str(named_lake))
     assert alone.returncode == 0 and "two versions" not in alone.stdout
+
+
+def test_an_unknown_agent_that_only_looks_known_says_which_it_looks_like(named_lake: Path) -> None:
+    # An agent name with the trailing space a shell variable left was told apart from the
+    # known one only by a list in which the known one read the same.
+    done = pipeline("history", "--agent", "named-agent ", "--lake", str(named_lake))
+    assert done.returncode == 2
+    assert done.stderr == (
+        "usage: no runs of agent 'named-agent ' (the known agent 'named-agent' differs from it "
+        f"only in surrounding whitespace) in the warehouse at {named_lake}; known agents: "
+        "'named-agent', 'twin-agent'\n"
+    )
