@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.compare.names import ALL_ENV_TYPES
 from pipeline.sources.inspect.columns import InspectMapping, parse_mapping
 from pipeline.surface.rubric import SURFACE_DEFAULTS, SurfaceRubric
 
@@ -207,6 +208,13 @@ def _check_task(task: dict[str, Any]) -> None:
         if not (0.0 <= threshold <= 1.0):
             raise _fail("task.failure_threshold", threshold, "must lie in [0, 1]")
     _bounded("task.penalty_scale", task["penalty_scale"])
+    if ALL_ENV_TYPES in task:
+        raise _fail(
+            f"task.{ALL_ENV_TYPES}",
+            task[ALL_ENV_TYPES],
+            f"'{ALL_ENV_TYPES}' names every env type together (compare, history, "
+            "version_regressions): give this env type another name",
+        )
     for env_type, env in task.items():
         if not isinstance(env, dict):
             continue

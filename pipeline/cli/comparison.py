@@ -51,6 +51,10 @@ def rescore_diff(
     rubric_from, rubric_to = (
         default_id if r == DEFAULT_RUBRIC_WORD else r for r in (rubric_from, rubric_to)
     )
+    if rubric_from == rubric_to:
+        # As compare and surface-diff refuse one version twice: a table of zeros, exit 0, is
+        # a "nothing changed" no comparison found ('default' is its own id, so after it).
+        raise usage_error(f"--from and --to are both rubric {rubric_from}: nothing to compare")
     known = known_rubrics(lake)
     unknown = [r for r in (rubric_from, rubric_to) if r not in known]
     if unknown:

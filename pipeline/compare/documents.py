@@ -13,6 +13,7 @@ from typing import Any, Final
 import polars as pl
 
 from pipeline.compare import gate, metrics, stats
+from pipeline.compare.names import ALL_ENV_TYPES
 from pipeline.compare.pairing import KEY, per_problem
 from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
@@ -55,11 +56,11 @@ def gate_document(table: pl.DataFrame, confidence: float) -> dict[str, Any]:
 
     ``table`` is :func:`pipeline.compare.gate.step_table` for one (agent, baseline, candidate).
     """
-    overall_rows = table.filter(pl.col("env_type") == gate.ALL_ENV_TYPES)
+    overall_rows = table.filter(pl.col("env_type") == ALL_ENV_TYPES)
     overall = json_safe(overall_rows.row(0, named=True)) if overall_rows.height else _NO_PAIRS
     envs = [
         json_safe({k: row[k] for k in ("env_type", *GATE_FIELDS)})
-        for row in table.filter(pl.col("env_type") != gate.ALL_ENV_TYPES).to_dicts()
+        for row in table.filter(pl.col("env_type") != ALL_ENV_TYPES).to_dicts()
     ]
     regressed = gate.regressed_env_types(table)
     k = sum(1 for row in envs if row["p_value"] is not None)

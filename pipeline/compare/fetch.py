@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from pipeline.compare.reasons import failure_reasons
+from pipeline.compare.text import UTC, invisible_differences
 from pipeline.compare.versions import (
     DEFAULT_SETTINGS,
     CompareSettings,
@@ -22,12 +23,18 @@ from pipeline.core.jsonsafe import json_safe
 from pipeline.core.sql import run_sql
 from pipeline.warehouse import reading
 
-# How many known agents the message for an unknown one names.
+# How many known agents (and versions) the message for an unknown one names.
 KNOWN_SHOWN = 10
 
 
 def _query(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any]) -> pl.DataFrame:
-    return run_sql(f"queries/{name}.sql", {}, list(params), con=con)
+    """The query's rows, every instant in UTC: DuckDB hands a TIMESTAMPTZ over in the
+    session's TimeZone, the reading machine's own, and one lake must read the same on every
+    machine (``history``'s first graded run was the reader's local time)."""
+    import polars.selectors as cs
+
+    frame = run_sql(f"queries/{name}.sql", {}, list(params), con=con)
+    return frame.with_columns(cs.datetime(time_zone="*").dt.convert_time_zone(UTC))
 
 
 def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] | str:
@@ -40,16 +47,34 @@ def check_versions(lake: Path, agent: str, wanted: Sequence[str]) -> list[str] |
         shown = ", ".join(map(repr, agents[:KNOWN_SHOWN])) + (
             ", ..." if len(agents) > KNOWN_SHOWN else ""
         )
-        return f"no runs of agent {agent!r} in the warehouse at {lake}" + (
+        looks = _looks_like(agent, agents, "agent")
+        return f"no runs of agent {agent!r}{looks} in the warehouse at {lake}" + (
             f"; known agents: {shown}" if agents else "; it holds no task runs"
         )
-    missing = [v for v in wanted if v not in known]
+    versions = [str(v) for v in known]
+    missing = [v for v in wanted if v not in versions]
     if missing:
-        return (
-            f"agent {agent!r} has no runs of version(s) {', '.join(map(repr, missing))}; "
-            f"known versions: {', '.join(map(str, known))}"
+        # Quoted as Python quotes them, so a name holding ', ' or a line break reads as one
+        # name and the message stays on one line; the latest ones, the likely meant.
+        latest = versions[-KNOWN_SHOWN:]
+        which = (
+            f", the latest {len(latest)} of {len(versions)}" if len(latest) < len(versions) else ""
         )
-    return [str(v) for v in known]
+        said = ", ".join(f"{v!r}{_looks_like(v, versions, 'version')}" for v in missing)
+        return (
+            f"agent {agent!r} has no runs of version(s) {said}; "
+            f"known versions{which}: {', '.join(map(repr, latest))}"
+        )
+    return versions
+
+
+def _looks_like(given: str, known: Sequence[str], what: str) -> str:
+    """`` (the known <what> 'X' differs from it only in ...)`` for a known name a reader may
+    take for the one given (text.invisible_differences); else ''."""
+    for name in known:
+        if differences := invisible_differences(given, name):
+            return f" (the known {what} {name!r} differs from it only in {differences})"
+    return ""
 
 
 def fetch_comparison(

@@ -27,10 +27,10 @@ import numpy as np
 import polars as pl
 
 from pipeline.compare import metrics, stats
+from pipeline.compare.names import ALL_ENV_TYPES
 from pipeline.core import repeatable
 
 GROUP: Final = ("agent", "baseline", "candidate")
-ALL_ENV_TYPES: Final = "all"
 KEY: Final = metrics.KEY
 HOLM: Final = "holm"
 # What the table's columns are, for the view's header and the README.

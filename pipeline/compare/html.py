@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from pipeline.compare.names import ALL_ENV_TYPES
 from pipeline.compare.text import number, p_value
 
 ENV_COLOURS: Final[Mapping[str, str]] = {
@@ -303,7 +304,7 @@ ENV_SCHEMA: Final[Mapping[str, pl.DataType]] = {
 
 def _forest_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The chart's rows: every paired problem (``all``), then each env type."""
-    overall = {**report, "env_type": "all"}
+    overall = {**report, "env_type": ALL_ENV_TYPES}
     return [
         {
             "label": row["env_type"],

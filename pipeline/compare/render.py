@@ -13,7 +13,7 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from pipeline.compare import metrics, stats
-from pipeline.compare.text import delta, interval, number, p_value
+from pipeline.compare.text import UTC, delta, interval, invisible_differences, number, p_value
 from pipeline.core.visible import visible
 
 Block = Table | str
@@ -238,7 +238,7 @@ def _history_table(agent: str) -> Table:
         "over the env types",
     )
     table.add_column("version", no_wrap=True)
-    table.add_column("first graded", min_width=10)
+    table.add_column(f"first graded ({UTC})", min_width=10)
     table.add_column("runs", justify="right", min_width=4)
     table.add_column("problems", justify="right", min_width=4)
     table.add_column("mean_score_problems", min_width=14)
@@ -268,4 +268,14 @@ def history(agent: str, rows: Sequence[Mapping[str, Any]]) -> list[Block]:
             envs,
             gate_,
         )
-    return [table]
+    return [table, *_look_alikes([str(row["agent_version"]) for row in rows])]
+
+
+def _look_alikes(versions: Sequence[str]) -> list[Block]:
+    """A note for each pair of versions a reader may take for one (a handful of names)."""
+    return [
+        escape(f"note: {a!r} and {b!r} are two versions, told apart only by {differences}")
+        for i, b in enumerate(versions)
+        for a in versions[:i]
+        if (differences := invisible_differences(a, b))
+    ]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+import unicodedata
+from collections.abc import Callable
+from typing import Any, Final
 
 MISSING = "–"
+# The zone of every time shown (fetch.py reads them in it), whatever the reader's own.
+UTC = "UTC"
 
 
 def number(value: Any, digits: int = 3, *, signed: bool = False, missing: str = MISSING) -> str:
@@ -35,3 +39,29 @@ def interval(low: Any, high: Any, *, signed: bool = True) -> str:
     if low is None or high is None:
         return MISSING
     return f"[{low:+.3f}, {high:+.3f}]" if signed else f"[{low:.3f}, {high:.3f}]"
+
+
+# What two names may differ in that a screen does not show (normalization, whitespace at an end)
+# or a reader easily passes over (case): a name typed against one a grader wrote, or two
+# graders' spellings of one build. Each with the form in which that difference is gone.
+_INVISIBLE: Final[tuple[tuple[str, Callable[[str], str]], ...]] = (
+    ("Unicode normalization", lambda text: unicodedata.normalize("NFC", text)),
+    ("letter case", str.casefold),
+    ("surrounding whitespace", str.strip),
+)
+
+
+def invisible_differences(one: str, other: str) -> str:
+    """What alone tells two different names apart when it is only such differences
+    (``'letter case and surrounding whitespace'``); '' when they are equal or differ in more."""
+
+    def same_up_to(text: str, kept: str | None = None) -> str:
+        for name, form in _INVISIBLE:
+            text = text if name == kept else form(text)
+        return text
+
+    if one == other or same_up_to(one) != same_up_to(other):
+        return ""
+    return " and ".join(
+        name for name, _ in _INVISIBLE if same_up_to(one, name) != same_up_to(other, name)
+    )

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.rubric import load_rubric
 from tests.clirunner import Done, pipeline
 
 N_PROBLEMS = 30
@@ -179,7 +184,8 @@ def test_an_unknown_agent_is_bad_usage_naming_the_known_ones(lake: Path) -> None
     done = pipeline("history", "--agent", "CLI-Agent", "--lake", str(lake))
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        f"usage: no runs of agent 'CLI-Agent' in the warehouse at {lake}; known agents: 'cli-agent'"
+        "usage: no runs of agent 'CLI-Agent' (the known agent 'cli-agent' differs from it only "
+        f"in letter case) in the warehouse at {lake}; known agents: 'cli-agent'"
     )
 
 
@@ -206,3 +212,150 @@ def test_missing_warehouse_fails_clearly(tmp_path: Path) -> None:
     assert done.returncode == 2  # not a lake: a usage error (CONTRACT section 7)
     assert "does not exist" in done.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def _history_in_kolkata(lake: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``history`` in a process whose local time zone is UTC+05:30, as a laptop's may be
+    (DuckDB takes a connection's TimeZone from it when the process starts)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "history",
+            "--agent",
+            "cli-agent",
+            "--lake",
+            lake,
+            *extra,
+        ],
+        env={**os.environ, "TZ": "Asia/Kolkata"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_history_times_are_utc_whatever_the_readers_time_zone(lake: Path) -> None:
+    # The fixture's 1.0 runs were graded from 2026-02-01T10:00:00+00:00 on. history showed
+    # the reading machine's local time (15:30+05:30 here), the terminal without its zone:
+    # one lake gave two JSON documents and a time a reader elsewhere took for their own.
+    done = _history_in_kolkata(lake, "--json")
+    assert done.returncode == 0, done.stderr
+    firsts = [v["first_graded_at"] for v in json.loads(done.stdout)["versions"]]
+    assert firsts == [
+        "2026-02-01 10:00:00+00:00",
+        "2026-02-02 10:00:00+00:00",
+        "2026-02-03 10:00:00+00:00",
+    ]
+    table = _history_in_kolkata(lake)
+    assert table.returncode == 0, table.stderr
+    assert "first graded (UTC)" in table.stdout and "2026-02-01 10:00" in table.stdout
+
+
+NFC_VERSION = "2.0 β ünï"  # as the grader wrote it: ü and ï one code point each
+
+
+@pytest.fixture(scope="module")
+def named_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Versions named as graders name them: with spaces and letters beyond ASCII, one with
+    a line break, and a dozen nightly builds."""
+    root = tmp_path_factory.mktemp("compare_names")
+    versions = [f"nightly-{day:02d}" for day in range(1, 13)] + [NFC_VERSION, "v3\nline"]
+    records = [
+        {**_gate_pass(version, day), "run_id": f"named-{day}", "agent": "named-agent"}
+        for day, version in enumerate(versions, start=1)
+    ] + [
+        # A build number written once with the newline its shell variable carried, cut to a
+        # space: two versions on a screen that shows one name twice.
+        {**_gate_pass(version, day), "run_id": f"twin-{day}", "agent": "twin-agent"}
+        for day, version in enumerate(["1.1", "1.2", "1.2 "], start=1)
+    ]
+    (root / "named.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = pipeline("run", str(root / "named.jsonl"), "--lake", str(root / "lake"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root / "lake"
+
+
+def _unknown_version(lake: Path, candidate: str) -> str:
+    done = pipeline(
+        "compare", "--agent", "named-agent", "--baseline", "nightly-01", "--candidate", candidate,
+        "--lake", str(lake),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    return done.stderr
+
+
+def test_an_unknown_version_is_named_in_one_line_with_the_latest_known_ones(
+    named_lake: Path,
+) -> None:
+    # The known versions were listed bare, all of them: a name with ', ' or a line break in
+    # it could not be told from two, the line break broke the one-line message, and an
+    # agent with hundreds of nightly builds printed hundreds.
+    said = _unknown_version(named_lake, "9.9")
+    assert said == (
+        "usage: agent 'named-agent' has no runs of version(s) '9.9'; known versions, the "
+        "latest 10 of 14: 'nightly-05', 'nightly-06', 'nightly-07', 'nightly-08', "
+        "'nightly-09', 'nightly-10', 'nightly-11', 'nightly-12', '2.0 β ünï', 'v3\\nline'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "differs_in"),
+    [
+        # ü and ï as a letter and a combining mark, as a macOS file name or an IME types
+        # them: it printed the same as the known name, which it was said not to be.
+        (unicodedata.normalize("NFD", NFC_VERSION), "Unicode normalization"),
+        (NFC_VERSION.upper(), "letter case"),
+        (f"{NFC_VERSION} ", "surrounding whitespace"),
+    ],
+)
+def test_a_version_that_only_looks_known_says_which_it_looks_like(
+    named_lake: Path, typed: str, differs_in: str
+) -> None:
+    said = _unknown_version(named_lake, typed)
+    assert said.startswith(
+        f"usage: agent 'named-agent' has no runs of version(s) {typed!r} (the known version "
+        f"{NFC_VERSION!r} differs from it only in {differs_in}); known versions"
+    ), said
+    assert said.count("\n") == 1
+
+
+@pytest.mark.parametrize("to", ["default", "the default's id"])
+def test_rescore_diff_of_a_rubric_with_itself_is_bad_usage(lake: Path, to: str) -> None:
+    # compare refuses one version twice and surface-diff one server version twice; rescore-diff
+    # printed a table of zeros and exited 0, also for 'default' against its own id.
+    own = load_rubric(None).rubric_id
+    done = pipeline(
+        "rescore-diff", "--from", "default", "--to", own if to != "default" else to,
+        "--lake", str(lake),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    assert done.stderr == (f"usage: --from and --to are both rubric {own}: nothing to compare\n")
+    assert done.stdout == ""
+
+
+def test_history_says_which_versions_only_look_alike(named_lake: Path) -> None:
+    # history showed '1.2' and '1.2 ' as two rows reading 1.2, the second step of 1.2
+    # against 1.2, with nothing to say they are two names.
+    done = pipeline("history", "--agent", "twin-agent", "--lake", str(named_lake))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(
+        "note: '1.2' and '1.2 ' are two versions, told apart only by surrounding whitespace\n"
+    )
+    alone = pipeline("history", "--agent", "named-agent", "--lake", str(named_lake))
+    assert alone.returncode == 0 and "two versions" not in alone.stdout
+
+
+def test_an_unknown_agent_that_only_looks_known_says_which_it_looks_like(named_lake: Path) -> None:
+    # An agent name with the trailing space a shell variable left was told apart from the
+    # known one only by a list in which the known one read the same.
+    done = pipeline("history", "--agent", "named-agent ", "--lake", str(named_lake))
+    assert done.returncode == 2
+    assert done.stderr == (
+        "usage: no runs of agent 'named-agent ' (the known agent 'named-agent' differs from it "
+        f"only in surrounding whitespace) in the warehouse at {named_lake}; known agents: "
+        "'named-agent', 'twin-agent'\n"
+    )

@@ -392,3 +392,25 @@ def test_a_gate_does_not_pass_what_it_could_not_measure(tmp_path: Path) -> None:
         ("gate-agent", "1.1", 0, "no_change", True),
         ("one-pair-agent", "1.2", 1, "no_change", True),
     ]
+
+
+def test_no_env_type_may_be_named_as_the_row_over_every_env_type(tmp_path: Path) -> None:
+    """A rubric's [task.all] made an env type named as version_regressions' row over every
+    env type: once two versions had its runs, the table held two rows (agent, baseline,
+    candidate, 'all'), its model refused it, and every `run`, `score` and `nightly` of the
+    lake exited 1 with pandera's dump, the warehouse unbuilt. The rubric is refused now,
+    before any work."""
+    rubric = tmp_path / "all.toml"
+    rubric.write_text("[task.all]\nweights = { crash = 1.0 }\n")
+    grades = tmp_path / "in" / "grades.jsonl"
+    grades.parent.mkdir()
+    _grades("1.0", 1, "detect", DETECT_Q[0], 1).write_ndjson(grades)
+    lake = tmp_path / "lake"
+    done = runner.invoke(app, ["run", str(grades), "--lake", str(lake), "--rubric", str(rubric)])
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        "refused rubric: rubric key task.all = {'weights': {'crash': 1.0}}: 'all' names every "
+        "env type together (compare, history, version_regressions): give this env type "
+        "another name\n"
+    )
+    assert not lake.exists()
