@@ -15,6 +15,7 @@ import polars as pl
 from pipeline.compare import gate, metrics, stats
 from pipeline.compare.names import ALL_ENV_TYPES
 from pipeline.compare.pairing import KEY, per_problem
+from pipeline.compare.text import holm_family
 from pipeline.core import repeatable
 from pipeline.core.jsonsafe import json_safe
 from pipeline.tasks.formulas import STATUS_GRADER_ERROR, STATUS_SCORED
@@ -76,9 +77,9 @@ def gate_document(table: pl.DataFrame, confidence: float) -> dict[str, Any]:
             f"needs {stats.MIN_PAIRS_FOR_INTERVAL}"
         )
     elif regressed:
-        said = f"env type(s) regressed after Holm over {k} env types: {', '.join(regressed)}"
+        said = f"env type(s) regressed after {holm_family(k)}: {', '.join(regressed)}"
     else:
-        said = f"no env type regressed after Holm over {k} env types (alpha {alpha})"
+        said = f"no env type regressed after {holm_family(k)} (alpha {alpha})"
     return {
         "overall": {k_: overall[k_] for k_ in GATE_FIELDS if k_ != "holm_family"},
         "per_env_type": envs,

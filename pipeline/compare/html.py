@@ -16,7 +16,7 @@ from typing import Any, Final
 import polars as pl
 
 from pipeline.compare.names import ALL_ENV_TYPES
-from pipeline.compare.text import number, p_value
+from pipeline.compare.text import holm_family, number, p_value
 
 ENV_COLOURS: Final[Mapping[str, str]] = {
     "exploit": "#d62728",
@@ -278,7 +278,7 @@ def _env_badges(report: Mapping[str, Any]) -> str:
     regressed = report["regressed_env_types"]
     if not regressed:
         k = report["gate"]["holm_env_types"]
-        return f'<span class="env-ok">no env type regressed (Holm over {esc(k)})</span>'
+        return f'<span class="env-ok">no env type regressed ({esc(holm_family(k))})</span>'
     colour = VERDICT_COLOURS["regression"]
     return " ".join(
         f'<span class="verdict env-regression" style="background:{colour}">'

@@ -13,7 +13,15 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from pipeline.compare import metrics, stats
-from pipeline.compare.text import UTC, delta, interval, invisible_differences, number, p_value
+from pipeline.compare.text import (
+    UTC,
+    delta,
+    holm_family,
+    interval,
+    invisible_differences,
+    number,
+    p_value,
+)
 from pipeline.core.visible import visible
 
 Block = Table | str
@@ -86,7 +94,7 @@ def _notes(report: Mapping[str, Any]) -> list[Block]:
 
 def _per_env(report: Mapping[str, Any]) -> Table:
     k = report["gate"]["holm_env_types"]
-    env = Table(title=f"per env type (gate: Holm over {k} env types)")
+    env = Table(title=f"per env type (gate: {holm_family(k)})")
     columns = ("env_type", "paired", "baseline", "candidate", "delta", "interval", "p", "p Holm")
     for col in (*columns, "verdict", "gate"):
         env.add_column(col, justify="right", no_wrap=col in {"env_type", "interval", "verdict"})

@@ -12,6 +12,11 @@ MISSING = "–"
 UTC = "UTC"
 
 
+def holm_family(k: Any) -> str:
+    """The family the gate's Holm correction runs over, as the headline, table and page say it."""
+    return f"Holm over {k} env type{'' if k == 1 else 's'}"
+
+
 def number(value: Any, digits: int = 3, *, signed: bool = False, missing: str = MISSING) -> str:
     """A float to ``digits`` places (with its sign when ``signed``); None or NaN as ``missing``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from pipeline.compare.names import ALL_ENV_TYPES
 from pipeline.core.jsonwalk import walk_json
 from pipeline.core.sql import connect, in_batches, run_sql
 from pipeline.tasks.fields import (
@@ -202,13 +203,25 @@ def toml_key(name: pl.Expr) -> pl.Expr:
 
 
 def _env_type_rule(known: Sequence[str]) -> pl.Expr:
-    return pl.when((pl.col("env_type__type") == "VARCHAR") & ~pl.col("env_type").is_in(known)).then(
-        pl.format(
-            "unknown env_type '{}': expected one of {}; to accept it, add a [task.{}] table "
-            "(gate, weights) to the rubric, then run replay-quarantine",
-            pl.col("env_type"),
-            pl.lit(", ".join(known)),
-            toml_key(pl.col("env_type")),
+    unknown = (pl.col("env_type__type") == "VARCHAR") & ~pl.col("env_type").is_in(known)
+    return (
+        pl.when(unknown & (pl.col("env_type") == ALL_ENV_TYPES))
+        .then(
+            pl.lit(
+                f"env_type '{ALL_ENV_TYPES}' is the name compare, history and "
+                "version_regressions give every env type together, so no rubric can accept "
+                "it: the grader must name the env type otherwise"
+            )
+        )
+        .when(unknown)
+        .then(
+            pl.format(
+                "unknown env_type '{}': expected one of {}; to accept it, add a [task.{}] "
+                "table (gate, weights) to the rubric, then run replay-quarantine",
+                pl.col("env_type"),
+                pl.lit(", ".join(known)),
+                toml_key(pl.col("env_type")),
+            )
         )
     )
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from pipeline.compare import stats
+from pipeline.compare.text import holm_family
 from tests.examples import examples
 
 
@@ -189,3 +190,11 @@ def test_history_starts_without_scipy_stats(sample_lake: Path) -> None:
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "scipy.special" in imported
     assert not [name for name in imported if name.startswith("scipy.stats")]
+
+
+def test_the_holm_family_is_named_in_the_singular_for_one_env_type() -> None:
+    assert [holm_family(k) for k in (1, 2, 4)] == [
+        "Holm over 1 env type",
+        "Holm over 2 env types",
+        "Holm over 4 env types",
+    ]
