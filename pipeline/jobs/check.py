@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 # How many offending keys a violation names before it says "and N more".
 SHOWN = 5
 # How long check runs one view before it stops it, unfinished (a note, not a violation): a
-# view fails on a row only when run to its end, which grows with the lake (the slowest view
-# of a 1M-run lake, by_agent, took 2-4 s), and a view whose cost grows faster (the surface
+# view fails on a row only when run to its end, which grows with the lake (the slowest views
+# of a 1M-run lake took 2-4 s each), and a view whose cost grows faster (the surface
 # pairs are quadratic in a server's versions) must not hold the nightly's check for hours.
 VIEW_SECONDS = 60
 
@@ -352,31 +352,49 @@ def _first_line(exc: Exception) -> str:
     return next((line.strip() for line in str(exc).splitlines() if line.strip()), repr(exc))
 
 
+def _confined(path: Path) -> duckdb.DuckDBPyConnection:
+    """The file at ``path`` read-only in a DuckDB instance of its own, with the pipeline's
+    memory and threads, then bounded as an analyst's query is (no spilling to disk, no file
+    read, settings locked). Attached to an in-memory instance: a connection made to the
+    path would be refused while the process holds one to it under other settings (a library
+    user's connect_read_only)."""
+    import duckdb
+
+    from pipeline.core.sql import duckdb_config
+    from pipeline.warehouse.query import CONFINED
+
+    con = duckdb.connect(config=duckdb_config())
+    try:
+        con.execute("attach ? as warehouse (read_only)", [str(path)])
+        con.execute("use warehouse")
+        # Names ours, values bound; the lock last, or it refuses the settings after it.
+        for setting, value in sorted(CONFINED.items(), key=lambda s: s[0] == "lock_configuration"):
+            con.execute(f"set {setting} = ?", [value])
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
 def unanswered_views(path: Path) -> Found:
     """Every view of the file at ``path`` run to its end, each alone, so that one failing
     view hides no other: a view fails on a row only when that row is computed (planning it
     had passed cost_per_solved's cast of a sum to BIGINT, which failed every query of it once
-    a run reported 2^63-1 tokens). On a connection of its own, bounded as an analyst's query
-    is (no spilling to disk, no file read, settings locked) but with the pipeline's memory
-    and threads; a view is stopped after VIEW_SECONDS."""
+    a run reported 2^63-1 tokens). Within DuckDB's memory limit, without spilling
+    (``_confined``); a view is stopped after VIEW_SECONDS."""
     import threading
     from contextlib import closing
 
     import duckdb
 
     from pipeline.core.settings import DUCKDB_MEMORY_ENV, current_settings
-    from pipeline.core.sql import duckdb_config, quoted, sql_text
+    from pipeline.core.sql import quoted, sql_text
     from pipeline.warehouse.models import project_models
-    from pipeline.warehouse.query import CONFINED
 
     ours = set(project_models())
     limit = current_settings().duckdb_memory_bytes
     found = Found()
-    try:
-        con = duckdb.connect(str(path), read_only=True, config={**duckdb_config(), **CONFINED})
-    except duckdb.Error as exc:
-        return Found([f"the views could not be run: the file does not open ({_first_line(exc)})"])
-    with closing(con):
+    with closing(_confined(path)) as con:
         listed = con.execute(sql_text("queries/warehouse_views.sql")).fetchall()
         for (name,) in listed:
             timer = threading.Timer(VIEW_SECONDS, con.interrupt)

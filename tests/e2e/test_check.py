@@ -312,6 +312,18 @@ def test_views_that_fail_only_when_run_are_each_named(lake: Path, tmp_path: Path
 
 
 @pytest.mark.slow
+def test_views_are_run_while_the_process_holds_the_warehouse_open(sample_lake: Path) -> None:
+    """A library user's connection to the warehouse (the analysts' door) beside check: the
+    views' own connection to the path under other settings had been refused, a violation."""
+    from pipeline.jobs.check import check_lake
+    from pipeline.warehouse.file import connect_read_only
+
+    with connect_read_only(sample_lake) as held:
+        assert check_lake(sample_lake).violations == []
+        assert held.execute("select count(*) from by_agent").fetchone() == (28,)
+
+
+@pytest.mark.slow
 def test_a_view_past_the_memory_limit_is_named_with_the_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
