@@ -349,6 +349,8 @@ def test_a_view_past_the_memory_limit_is_named_with_the_setting(
     assert code == 0, output
     monkeypatch.setenv("PIPELINE_DUCKDB_THREADS", "1")
     monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_BYTES", str(64 * 1024**2))
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # where an in-memory DuckDB spills (.tmp)
     code, found = violations(lake)
     assert code == 1
     assert found == [
@@ -358,6 +360,7 @@ def test_a_view_past_the_memory_limit_is_named_with_the_setting(
         for view in ("surface_finding_changes", "surface_finding_changes_all")
     ]
     assert not (lake / "warehouse.duckdb.tmp").exists()
+    assert not list((tmp_path / "cwd").iterdir())
     monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_BYTES", str(256 * 1024**2))
     assert violations(lake) == (0, [])
 
