@@ -383,7 +383,6 @@ def unanswered_views(path: Path) -> Found:
     a run reported 2^63-1 tokens). Within DuckDB's memory limit, without spilling
     (``_confined``); a view is stopped after VIEW_SECONDS."""
     import threading
-    from contextlib import closing
 
     import duckdb
 
@@ -394,7 +393,8 @@ def unanswered_views(path: Path) -> Found:
     ours = set(project_models())
     limit = current_settings().duckdb_memory_bytes
     found = Found()
-    with closing(_confined(path)) as con:
+    con = _confined(path)
+    try:
         listed = con.execute(sql_text("queries/warehouse_views.sql")).fetchall()
         for (name,) in listed:
             timer = threading.Timer(VIEW_SECONDS, con.interrupt)
@@ -423,8 +423,14 @@ def unanswered_views(path: Path) -> Found:
                         "replace view) or drop it"
                     )
                 )
+                if isinstance(exc, duckdb.FatalException | duckdb.InternalException):
+                    # DuckDB invalidates the instance: every later view had failed with it.
+                    con.close()
+                    con = _confined(path)
             finally:
                 timer.cancel()
+    finally:
+        con.close()
     return found
 
 

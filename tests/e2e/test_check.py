@@ -323,6 +323,51 @@ def test_views_are_run_while_the_process_holds_the_warehouse_open(sample_lake: P
         assert held.execute("select count(*) from by_agent").fetchone() == (28,)
 
 
+def test_a_view_that_breaks_duckdb_is_named_and_the_views_after_it_still_run(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An internal error of DuckDB's invalidates its instance: each later statement on it
+    fails ('database has been invalidated'), which had named every view after the one that
+    broke it. Stood in for by a connection that fails so after a planted internal error."""
+    import duckdb
+
+    from pipeline.jobs import check as checker
+
+    real = checker._confined
+    edit_warehouse(lake, "create view aaa_breaks as select 1 as one")
+
+    class Breaking:
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self.con, self.broken = con, False
+
+        def execute(self, sql: str, params: object = None) -> duckdb.DuckDBPyConnection:
+            if self.broken:
+                raise duckdb.FatalException("FATAL Error: database has been invalidated")
+            if params == ['"aaa_breaks"']:
+                self.broken = True
+                raise duckdb.InternalException("INTERNAL Error: planted")
+            return self.con.execute(sql, params)
+
+        def interrupt(self) -> None:
+            self.con.interrupt()
+
+        def close(self) -> None:
+            self.con.close()
+
+    opened: list[Breaking] = []
+
+    def confined(path: Path) -> Breaking:
+        opened.append(Breaking(real(path)))
+        return opened[-1]
+
+    monkeypatch.setattr(checker, "_confined", confined)
+    assert checker.unanswered_views(lake / "warehouse.duckdb").violations == [
+        "view aaa_breaks does not answer: INTERNAL Error: planted; "
+        + _remedy(ours=False).removeprefix("; ")
+    ]
+    assert len(opened) == 2
+
+
 @pytest.mark.slow
 def test_a_view_past_the_memory_limit_is_named_with_the_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
