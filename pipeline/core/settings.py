@@ -143,10 +143,11 @@ class Settings:
         DUCKDB_MEMORY_ENV,
         4 * GIB,
         "bytes",
-        "DuckDB's memory per pipeline connection (ingest, scoring, the warehouse build); "
-        "past it an input file alone is quarantined whole, and a build writes blocks to its "
-        "file. The 600-tool report needs just over 2 GiB; a dense report near the report "
-        "limit (200k findings in 120 MB) needs more than the default, and its reason says so.",
+        "DuckDB's memory per pipeline connection (ingest, scoring, the warehouse build, "
+        "check's run of each view); past it an input file alone is quarantined whole, a build "
+        "writes blocks to its file, and check names the view. The 600-tool report needs just "
+        "over 2 GiB; a dense report near the report limit (200k findings in 120 MB) needs more "
+        "than the default, and its reason says so.",
     )
     duckdb_threads: int = field(
         default_factory=_cores,

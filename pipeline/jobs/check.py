@@ -19,8 +19,9 @@ as data, one line each:
   the pipeline (its views and tables), holds exactly the lake files a build would load
   now (a command killed between the lake's commit and the warehouse's leaves it behind),
   has the pipeline's tables, views and macros as its build defines them, every view
-  answers (is planned: the tables, columns and macros it reads are there), and every
-  table's values read back.
+  answers (is run to its end, every row and column computed, within DuckDB's memory limit
+  and VIEW_SECONDS; one stopped at that time is a note), and every table's values read
+  back.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
 
 # How many offending keys a violation names before it says "and N more".
 SHOWN = 5
+# How long check runs one view before it stops it, unfinished (a note, not a violation): a
+# view fails on a row only when run to its end, which grows with the lake (the slowest views
+# of a 1M-run lake took 2-4 s each), and a view whose cost grows faster (the surface
+# pairs are quadratic in a server's versions) must not hold the nightly's check for hours.
+VIEW_SECONDS = 60
 
 
 @dataclass
@@ -54,6 +60,14 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+
+@dataclass
+class Found:
+    """What one check found, when it has notes to give beside its violations."""
+
+    violations: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _some(values: pl.Series) -> str:
@@ -263,10 +277,7 @@ def _first(files: pl.DataFrame) -> str:
     return str(files["path"].sort().first()) if files.height else "none"
 
 
-def check_warehouse(lake: Path) -> list[str]:
-    import duckdb
-
-    from pipeline.core.sql import quoted, sql_text
+def check_warehouse(lake: Path) -> Found:
     from pipeline.storage.rubrics import current_rubric
     from pipeline.warehouse import warehouse_path
     from pipeline.warehouse.build import (
@@ -280,23 +291,23 @@ def check_warehouse(lake: Path) -> list[str]:
 
     path = warehouse_path(lake)
     if not path.exists():
-        return [f"no warehouse at {path}: {lk.command_on(lake, 'score')} builds it"]
+        return Found([f"no warehouse at {path}: {lk.command_on(lake, 'score')} builds it"])
     rubric = current_rubric(lake)
 
-    def problems(con: duckdb.DuckDBPyConnection) -> list[str] | None:
+    def problems(con: duckdb.DuckDBPyConnection) -> Found | None:
         """The file's problems, read in one opening of it; None: no build record."""
         built = meta_value(con, "rubric_id")
         if built is None:
             return None
-        found: list[str] = []
+        found = Found()
         if rubric is not None and built != rubric.rubric_id:
-            found.append(
+            found.violations.append(
                 f"the warehouse shows rubric {built}, the lake's current is {rubric.rubric_id}"
             )
         if built_by_this_version(con) is False:
-            found.append(other_version(lake))  # its views differ by design
+            found.violations.append(other_version(lake))  # its views differ by design
             return found
-        found.extend(
+        found.violations.extend(
             f"{problem}: remove {path} and run {lk.command_on(lake, 'score')}, which builds it "
             "from nothing"
             for problem in sorted(foreign_objects(con))
@@ -304,29 +315,19 @@ def check_warehouse(lake: Path) -> list[str]:
         if rubric is not None and built == rubric.rubric_id:
             changes = unheld(con, lake, rubric.rubric_id)
             if changes.load.height or changes.drop.height:
-                found.append(
+                found.violations.append(
                     f"the warehouse does not show the lake as it is: {changes.load.height} "
                     f"lake file(s) not in it (e.g. {_first(changes.load)}), "
                     f"{changes.drop.height} it holds no longer in the lake; "
                     f"{lk.command_on(lake, 'score')} (or any command that writes) "
                     "brings it up to date"
                 )
-        listed = con.execute(sql_text("queries/warehouse_tables.sql")).fetchall()
-        names = [name for (name,) in listed]
-        # Each view planned, not run: its tables, columns and macros must be there. Counting
-        # every row had run every view, 3.6 s at 1M runs (failure_reasons alone 0.8 s), and
-        # grew with the lake on every night's closing check.
-        plans = [f"(select 1 from {quoted(name)} limit 0)" for name in names]  # noqa: S608
-        try:
-            # One statement: a quarter less planning than a statement per view.
-            con.execute(" union all ".join(plans)).fetchall()
-        except duckdb.Error:
-            for name, plan in zip(names, plans, strict=True):
-                try:
-                    con.execute(plan).fetchall()
-                except duckdb.Error as exc:
-                    found.append(f"view {name} does not answer: {exc}")
-        found.extend(unreadable_tables(con, path, lake))
+        unreadable = unreadable_tables(con, path, lake)
+        # A view over a table that cannot be read fails with it: the table's line says what
+        # mends both.
+        views = Found() if unreadable else unanswered_views(path)
+        found.violations.extend(unreadable + views.violations)
+        found.notes.extend(views.notes)
         return found
 
     # A build killed mid-way leaves its copy of the file (as large as the warehouse); reading
@@ -338,11 +339,99 @@ def check_warehouse(lake: Path) -> list[str]:
     ]
     found = read_if_usable(path, problems)
     if found is None:
-        found = [
-            f"the warehouse {path} cannot be opened or has no build record: "
-            f"{lk.command_on(lake, 'score')} builds it again"
-        ]
-    return strays + found
+        found = Found(
+            [
+                f"the warehouse {path} cannot be opened or has no build record: "
+                f"{lk.command_on(lake, 'score')} builds it again"
+            ]
+        )
+    return Found(strays + found.violations, found.notes)
+
+
+def _first_line(exc: Exception) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), repr(exc))
+
+
+def _confined(path: Path) -> duckdb.DuckDBPyConnection:
+    """The file at ``path`` read-only in a DuckDB instance of its own, with the pipeline's
+    memory and threads, then bounded as an analyst's query is (no spilling to disk, no file
+    read, settings locked). Attached to an in-memory instance: a connection made to the
+    path would be refused while the process holds one to it under other settings (a library
+    user's connect_read_only)."""
+    import duckdb
+
+    from pipeline.core.sql import duckdb_config
+    from pipeline.warehouse.query import CONFINED
+
+    con = duckdb.connect(config=duckdb_config())
+    try:
+        con.execute("attach ? as warehouse (read_only)", [str(path)])
+        con.execute("use warehouse")
+        # Names ours, values bound; the lock last, or it refuses the settings after it.
+        for setting, value in sorted(CONFINED.items(), key=lambda s: s[0] == "lock_configuration"):
+            con.execute(f"set {setting} = ?", [value])
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def unanswered_views(path: Path) -> Found:
+    """Every view of the file at ``path`` run to its end, each alone, so that one failing
+    view hides no other: a view fails on a row only when that row is computed (planning it
+    had passed cost_per_solved's cast of a sum to BIGINT, which failed every query of it once
+    a run reported 2^63-1 tokens). Within DuckDB's memory limit, without spilling
+    (``_confined``); a view is stopped after VIEW_SECONDS."""
+    import threading
+
+    import duckdb
+
+    from pipeline.core.settings import DUCKDB_MEMORY_ENV, current_settings
+    from pipeline.core.sql import quoted, sql_text
+    from pipeline.warehouse.models import project_models
+
+    ours = set(project_models())
+    limit = current_settings().duckdb_memory_bytes
+    found = Found()
+    con = _confined(path)
+    try:
+        listed = con.execute(sql_text("queries/warehouse_views.sql")).fetchall()
+        for (name,) in listed:
+            timer = threading.Timer(VIEW_SECONDS, con.interrupt)
+            timer.start()
+            try:
+                con.execute(sql_text("queries/view_answers.sql"), [quoted(name)]).fetchall()
+            except duckdb.InterruptException:
+                found.notes.append(
+                    f"view {name} was stopped after {VIEW_SECONDS} s, not run to its end: "
+                    "a row it fails on would not be seen (check gives each view that long)"
+                )
+            except duckdb.OutOfMemoryException:
+                found.violations.append(
+                    f"view {name} needs more than DuckDB's memory limit of {limit} bytes "
+                    f"({DUCKDB_MEMORY_ENV}) to run to its end, and a query of it whole as "
+                    f"much: raise {DUCKDB_MEMORY_ENV} to check it"
+                )
+            except duckdb.Error as exc:
+                found.violations.append(
+                    f"view {name} does not answer: {_first_line(exc)}; "
+                    + (
+                        "the pipeline's view fails on a row of this lake, and so does any "
+                        "query that reads that row: report it with this line"
+                        if name in ours
+                        else "it is not one of the pipeline's views: mend it (create or "
+                        "replace view) or drop it"
+                    )
+                )
+                if isinstance(exc, duckdb.FatalException | duckdb.InternalException):
+                    # DuckDB invalidates the instance: every later view had failed with it.
+                    con.close()
+                    con = _confined(path)
+            finally:
+                timer.cancel()
+    finally:
+        con.close()
+    return found
 
 
 def unreadable_tables(con: duckdb.DuckDBPyConnection, path: Path, lake: Path) -> list[str]:
@@ -380,7 +469,7 @@ def check_state(lake: Path) -> list[str]:
     ]
 
 
-CHECKS: dict[str, Callable[[Path], list[str]]] = {
+CHECKS: dict[str, Callable[[Path], list[str] | Found]] = {
     "state": check_state,
     "parts": check_parts,
     "lines": check_lines,
@@ -399,6 +488,9 @@ def check_lake_locked(lake: Path) -> CheckReport:
             found = check(lake)
         except Exception as exc:  # a check that cannot even read is itself a violation
             found = [f"could not be checked ({type(exc).__name__}: {exc})"]
+        if isinstance(found, Found):
+            report.notes.extend(f"{name}: {note}" for note in found.notes)
+            found = found.violations
         report.violations.extend(f"{name}: {problem}" for problem in found)
     try:
         report.notes.extend(f"lines: {note}" for note in attempts_landed_twice(lake))
@@ -413,4 +505,4 @@ def check_lake(lake: Path) -> CheckReport:
         return check_lake_locked(lake)
 
 
-__all__ = ["CHECKS", "CheckReport", "check_lake", "check_lake_locked"]
+__all__ = ["CHECKS", "CheckReport", "Found", "check_lake", "check_lake_locked"]

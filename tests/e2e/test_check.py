@@ -184,14 +184,19 @@ def test_a_damaged_block_of_the_warehouse_is_named(lake: Path) -> None:
     path = lake / "warehouse.duckdb"
     whole = path.read_bytes()
     named: list[str] = []
+    found: list[str] = []
     for offset in range(3 * 4096, len(whole) - 64, 64 * 1024):
         damaged = bytearray(whole)
         damaged[offset : offset + 64] = b"\xaa" * 64
         path.write_bytes(bytes(damaged))
-        named = [v for v in check_warehouse(lake) if v.startswith("table ")]
+        found = check_warehouse(lake).violations
+        named = [v for v in found if v.startswith("table ")]
         if named:
             break
     assert named, "no offset landed in a table's data"
+    # The views over it are not run: each would fail with it, and the table's line says what
+    # mends them all.
+    assert not [v for v in found if v.startswith("view ")], found
     assert "cannot be read" in named[0]
     assert named[0].endswith(
         f"remove {path} and run `python -m pipeline score --lake {lake}`, which builds it "
@@ -227,8 +232,8 @@ def test_a_view_or_macro_of_the_pipelines_changed_by_hand_is_named(lake: Path) -
     assert violations(lake) == (0, [])
 
 
-def test_views_an_analyst_added_are_planned_whatever_their_names(lake: Path) -> None:
-    """The check plans every view of the file, names from its catalog quoted as identifiers:
+def test_views_an_analyst_added_are_run_whatever_their_names(lake: Path) -> None:
+    """The check runs every view of the file, names from its catalog quoted as identifiers:
     a name with a double quote in it is read as that view, not as broken SQL."""
     edit_warehouse(
         lake,
@@ -241,6 +246,193 @@ def test_views_an_analyst_added_are_planned_whatever_their_names(lake: Path) -> 
     assert code == 1
     assert len(found) == 1, found
     assert found[0].startswith('warehouse: view gone "soon" does not answer'), found
+
+
+def _remedy(ours: bool) -> str:
+    return (
+        "; the pipeline's view fails on a row of this lake, and so does any query that reads "
+        "that row: report it with this line"
+        if ours
+        else "; it is not one of the pipeline's views: mend it (create or replace view) or drop it"
+    )
+
+
+@pytest.mark.slow
+def test_views_that_fail_only_when_run_are_each_named(lake: Path, tmp_path: Path) -> None:
+    """A view that plans but fails on a row had passed check (it planned each view), while
+    every query reading that row failed: cost_per_solved summed tokens into a BIGINT until
+    2026-12-05, and a run reporting 2^63-1 tokens (valid: tokens are numbers) broke it. That
+    view is put back as it was, beside an analyst's view whose one failing column a count(*)
+    would never compute, on the one row that holds the number. Each is named, one not hiding
+    the other; the pipeline's own view, built again, answers."""
+    from pipeline.core.sql import sql_text
+
+    line = (SAMPLE / "tasks" / "atlas.jsonl").read_text("utf-8").splitlines()[0]
+    huge = line.replace('"tokens":184440', f'"tokens":{2**63 - 1}').replace(
+        '"run_id":"atlas-1.3.0-exploit-libpng-00-t0"', '"run_id":"huge-tokens"'
+    )
+    assert huge.count(str(2**63 - 1)) == 1 and '"huge-tokens"' in huge
+    (tmp_path / "huge.jsonl").write_text(huge + "\n", "utf-8")
+    code, output = invoke("ingest", str(tmp_path / "huge.jsonl"), "--lake", str(lake))
+    assert code == 0, output
+    assert violations(lake) == (0, [])  # the pipeline's views answer with it
+
+    current = sql_text("marts/cost_per_solved.sql")
+    summed = "sum(tokens order by problem_id) as tokens"
+    assert current.count(summed) == 1
+    edit_warehouse(
+        lake,
+        current.replace(summed, "sum(tokens order by problem_id)::bigint as tokens"),
+        "create view big_tokens as select run_id, "
+        "cast(case when tokens > 1e18 then tokens else 0 end as integer) as big from task_runs",
+    )
+    code, found = violations(lake)
+    assert code == 1
+    rebuild = (
+        f": remove {lake / 'warehouse.duckdb'} and run `python -m pipeline score --lake "
+        f"{lake}`, which builds it from nothing"
+    )
+    assert found[0] == (
+        f"warehouse: view cost_per_solved is not defined as the pipeline defines it{rebuild}"
+    )
+    # The views in name order, each with DuckDB's first line whole and what to do.
+    assert len(found) == 3, found
+    for failed, view, ours in zip(
+        found[1:], ("big_tokens", "cost_per_solved"), (False, True), strict=True
+    ):
+        assert failed.startswith(f"warehouse: view {view} does not answer: Conversion Error: ")
+        assert failed.endswith(_remedy(ours))
+        assert "out of range" in failed and "\n" not in failed
+
+    (lake / "warehouse.duckdb").unlink()
+    assert invoke("score", "--lake", str(lake))[0] == 0
+    code, output = invoke("query", "select tokens from cost_per_solved", "--lake", str(lake))
+    assert code == 0, output
+    assert violations(lake) == (0, [])
+
+
+@pytest.mark.slow
+def test_views_are_run_while_the_process_holds_the_warehouse_open(sample_lake: Path) -> None:
+    """A library user's connection to the warehouse (the analysts' door) beside check: the
+    views' own connection to the path under other settings had been refused, a violation."""
+    from pipeline.jobs.check import check_lake
+    from pipeline.warehouse.file import connect_read_only
+
+    with connect_read_only(sample_lake) as held:
+        assert check_lake(sample_lake).violations == []
+        assert held.execute("select count(*) from by_agent").fetchone() == (28,)
+
+
+def test_a_view_that_breaks_duckdb_is_named_and_the_views_after_it_still_run(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An internal error of DuckDB's invalidates its instance: each later statement on it
+    fails ('database has been invalidated'), which had named every view after the one that
+    broke it. Stood in for by a connection that fails so after a planted internal error."""
+    import duckdb
+
+    from pipeline.jobs import check as checker
+
+    real = checker._confined
+    edit_warehouse(lake, "create view aaa_breaks as select 1 as one")
+
+    class Breaking:
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self.con, self.broken = con, False
+
+        def execute(self, sql: str, params: object = None) -> duckdb.DuckDBPyConnection:
+            if self.broken:
+                raise duckdb.FatalException("FATAL Error: database has been invalidated")
+            if params == ['"aaa_breaks"']:
+                self.broken = True
+                raise duckdb.InternalException("INTERNAL Error: planted")
+            return self.con.execute(sql, params)
+
+        def interrupt(self) -> None:
+            self.con.interrupt()
+
+        def close(self) -> None:
+            self.con.close()
+
+    opened: list[Breaking] = []
+
+    def confined(path: Path) -> Breaking:
+        opened.append(Breaking(real(path)))
+        return opened[-1]
+
+    monkeypatch.setattr(checker, "_confined", confined)
+    assert checker.unanswered_views(lake / "warehouse.duckdb").violations == [
+        "view aaa_breaks does not answer: INTERNAL Error: planted; "
+        + _remedy(ours=False).removeprefix("; ")
+    ]
+    assert len(opened) == 2
+
+
+@pytest.mark.slow
+def test_a_view_past_the_memory_limit_is_named_with_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """surface_finding_changes(_all) pair every two versions of a server: a server probed in
+    40 versions of 72 findings each makes 1,560 pairs of 144 findings. Past DuckDB's memory
+    limit each is a violation naming the setting (no crash, no spill beside the warehouse),
+    and the views after them are run; raised, the setting lets check run them whole."""
+    report = json.loads(
+        (SAMPLE / "surface" / "shell-tools-1.1.0" / "report.json").read_text("utf-8")
+    )
+    assert len(report["findings"]) == 18
+    inbox = tmp_path / "reports"
+    for version in range(40):
+        probed = report | {
+            "server": report["server"] | {"version": f"1.{version}.0"},
+            "generated_at": f"2025-{1 + version // 28:02d}-{1 + version % 28:02d}T10:08:00+00:00",
+            "findings": report["findings"] * 4,
+        }
+        (inbox / str(version)).mkdir(parents=True)
+        (inbox / str(version) / "report.json").write_text(json.dumps(probed), "utf-8")
+    lake = tmp_path / "lake"
+    code, output = invoke("ingest", str(inbox), "--lake", str(lake))
+    assert code == 0, output
+    monkeypatch.setenv("PIPELINE_DUCKDB_THREADS", "1")
+    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_BYTES", str(64 * 1024**2))
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # where an in-memory DuckDB spills (.tmp)
+    code, found = violations(lake)
+    assert code == 1
+    assert found == [
+        f"warehouse: view {view} needs more than DuckDB's memory limit of 67108864 bytes "
+        "(PIPELINE_DUCKDB_MEMORY_BYTES) to run to its end, and a query of it whole as much: "
+        "raise PIPELINE_DUCKDB_MEMORY_BYTES to check it"
+        for view in ("surface_finding_changes", "surface_finding_changes_all")
+    ]
+    assert not (lake / "warehouse.duckdb.tmp").exists()
+    assert not list((tmp_path / "cwd").iterdir())
+    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_BYTES", str(256 * 1024**2))
+    assert violations(lake) == (0, [])
+
+
+@pytest.mark.slow
+def test_a_view_still_running_after_its_time_is_stopped_with_a_note(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view is given VIEW_SECONDS: one still running then is stopped and named in a note
+    (not a violation: nothing was found wrong), and the views after it are run."""
+    from pipeline.jobs import check as checker
+
+    edit_warehouse(
+        lake,
+        "create view endless as select sum(range) as total from range(1000000000000)",
+        "create view later as select cast(line + 1000 as tinyint) as small from task_runs",
+    )
+    monkeypatch.setattr(checker, "VIEW_SECONDS", 0.5)
+    code, output = invoke("check", "--lake", str(lake), "--json")
+    report = json.loads(output)
+    assert code == 1
+    assert report["notes"] == [
+        "warehouse: view endless was stopped after 0.5 s, not run to its end: a row it fails "
+        "on would not be seen (check gives each view that long)"
+    ]
+    assert len(report["violations"]) == 1
+    assert report["violations"][0].startswith("warehouse: view later does not answer: ")
 
 
 @pytest.mark.slow
