@@ -223,6 +223,8 @@ def print_nightly_summary(console: Console, summary: NightlySummary) -> None:
         console.print(f"note: {visible(note)}", highlight=False, markup=False)
     for violation in summary.check_violations:
         console.print(f"check: {visible(violation)}", highlight=False, markup=False)
+    for note in summary.check_notes:
+        console.print(f"check note: {visible(note)}", highlight=False, markup=False)
     verdict = "all invariants hold" if summary.check_ok else "VIOLATIONS (see above)"
     console.print(f"lake check: {verdict}", highlight=False)
     console.print(f"summary: {visible(str(summary.summary_file))}", highlight=False, markup=False)

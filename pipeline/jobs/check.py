@@ -20,8 +20,8 @@ as data, one line each:
   now (a command killed between the lake's commit and the warehouse's leaves it behind),
   has the pipeline's tables, views and macros as its build defines them, every view
   answers (is run to its end, every row and column computed, within DuckDB's memory limit
-  and VIEW_SECONDS; one stopped at that time is a note), and every table's values read
-  back.
+  and VIEW_SECONDS; one stopped at that time or past that memory is a note), and every
+  table's values read back.
 """
 
 from __future__ import annotations
@@ -407,7 +407,9 @@ def unanswered_views(path: Path) -> Found:
                     "a row it fails on would not be seen (check gives each view that long)"
                 )
             except duckdb.OutOfMemoryException:
-                found.violations.append(
+                # Like a view out of time, a bound met, not something found wrong: a view
+                # over every pair of a server's versions outgrows any limit as versions add up.
+                found.notes.append(
                     f"view {name} needs more than DuckDB's memory limit of {limit} bytes "
                     f"({DUCKDB_MEMORY_ENV}) to run to its end, and a query of it whole as "
                     f"much: raise {DUCKDB_MEMORY_ENV} to check it"

@@ -54,6 +54,7 @@ class NightlySummary(IngestCounts):
     # The lake checker's verdict on the lake this run left (pipeline/jobs/check.py).
     check_ok: bool | None = None
     check_violations: list[str] = field(default_factory=list)
+    check_notes: list[str] = field(default_factory=list)
 
 
 def file_digest(path: Path) -> str:
@@ -181,6 +182,7 @@ def nightly(
             verdict = check_lake_locked(lake)
         summary.check_ok = verdict.ok
         summary.check_violations = verdict.violations
+        summary.check_notes = verdict.notes
         summary.seconds = seconds
         summary.notes = notes
         name = f"nightly-{started.strftime('%Y%m%dT%H%M%S%fZ')}"

@@ -107,6 +107,34 @@ def test_a_nightly_with_nothing_new_builds_a_warehouse_another_version_built_aga
 
 
 @pytest.mark.slow
+def test_the_closing_checks_notes_are_in_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The night's closing check can end with notes as well as violations (a view stopped at
+    its time, one past the memory limit): the summary, printed and written, carries them (it
+    had kept the verdict and the violations, and dropped the notes)."""
+    from pipeline.jobs import check as checker
+
+    inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
+    nightly.nightly(inbox, lake, DEFAULT)
+    # An analyst's view that runs for ever, kept by the warehouse's refresh.
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as con:
+        con.execute("create view endless as select sum(range) as total from range(1000000000000)")
+    monkeypatch.setattr(checker, "VIEW_SECONDS", 0.5)
+    note = (
+        "warehouse: view endless was stopped after 0.5 s, not run to its end: a row it fails "
+        "on would not be seen (check gives each view that long)"
+    )
+    again = nightly.nightly(inbox, lake, DEFAULT)
+    assert (again.check_ok, again.check_notes) == (True, [note])
+    written = json.loads(Path(str(again.summary_file)).read_text("utf-8"))
+    assert written["check_notes"] == [note]
+    printed = pipeline("nightly", "--inbox", str(inbox), "--lake", str(lake))
+    assert printed.returncode == 0, printed.stderr
+    assert f"check note: {note}" in " ".join(printed.stdout.split())
+
+
+@pytest.mark.slow
 def test_rubric_change_rescores_everything_and_only_then(tmp_path: Path) -> None:
     inbox, lake = small_inbox(tmp_path), tmp_path / "lake"
     first = nightly.nightly(inbox, lake, DEFAULT)
