@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from pipeline.core.sql import quoted
+from pipeline.core.sql import quoted, sql_text
 from pipeline.warehouse.file import WarehouseError
 from pipeline.warehouse.models import stage_sql, staged_tables
 
@@ -86,16 +86,59 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> 
         raise load_failed(table, exc) from exc
 
 
-def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers: int) -> None:
-    """Run every load of ``planned``, ``workers`` at a time, the largest first (so that the
-    small ones fill the other threads meanwhile), each in a transaction of its own,
-    committed in its table's file order.
+@dataclass(frozen=True)
+class Relabel:
+    """One update: every row of a staging table given the rubric id ``rubric_id``
+    (``relabel.py``), beside the loads; ``size`` the bytes of the files it stands for."""
+
+    table: str
+    rubric_id: str
+    size: int
+
+
+def relabel(con: duckdb.DuckDBPyConnection, job: Relabel) -> None:
+    import duckdb
+
+    try:
+        con.execute(sql_text("warehouse/relabel_label.sql"), [job.rubric_id])
+        try:
+            con.execute(stage_sql("stage_relabel", job.table))
+        finally:
+            con.execute(sql_text("warehouse/relabel_unlabel.sql"))
+    except duckdb.Error as exc:
+        raise load_failed(job.table, exc) from exc
+
+
+def commit(table: str, cursor: duckdb.DuckDBPyConnection) -> None:
+    """Commit the transaction of ``cursor``, which loaded or relabelled ``table``, and close it."""
+    import duckdb
+
+    try:
+        cursor.execute("commit")
+    except duckdb.Error as exc:
+        raise load_failed(table, exc) from exc
+    finally:
+        cursor.close()
+
+
+def load_all(
+    con: duckdb.DuckDBPyConnection,
+    planned: list[list[Load]],
+    workers: int,
+    relabels: Sequence[Relabel] = (),
+) -> None:
+    """Run every load of ``planned`` and every relabel, ``workers`` at a time, the largest
+    first (so that the small ones fill the other threads meanwhile), each in a transaction
+    of its own; a table's loads commit in its file order.
 
     A load whose table's load before it has not committed yet is left open, and its thread
     moves on to the next load: the thread that commits the load before it commits it next.
     """
     loads = sorted((load for table in planned for load in table), key=lambda load: -load.size)
-    if min(workers, len(loads)) <= 1:
+    jobs: list[Load | Relabel] = sorted([*loads, *relabels], key=lambda job: -job.size)
+    if min(workers, len(jobs)) <= 1:
+        for job in relabels:
+            relabel(con, job)
         for table in planned:
             for load in table:
                 insert(con, load.table, load.files)
@@ -111,15 +154,8 @@ def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers:
 
     def commit_from(load: Load, cursor: duckdb.DuckDBPyConnection) -> None:
         """Commit ``load``, then each of its table's following loads that waits for it."""
-        import duckdb
-
         while True:
-            try:
-                cursor.execute("commit")
-            except duckdb.Error as exc:
-                raise load_failed(load.table, exc) from exc
-            finally:
-                cursor.close()
+            commit(load.table, cursor)
             with lock:
                 committed.add(load)
                 later = following.get(load)
@@ -127,15 +163,22 @@ def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers:
                     return
                 load, cursor = later, waiting.pop(later)
 
-    def run(load: Load) -> None:
+    def run(job: Load | Relabel) -> None:
         cursor = con.cursor()
         try:
             cursor.execute(f"use {quoted(database)}")
             cursor.execute("begin")
-            insert(cursor, load.table, load.files)
+            if isinstance(job, Relabel):
+                relabel(cursor, job)
+            else:
+                insert(cursor, job.table, job.files)
         except BaseException:
             cursor.close()  # uncommitted: rolled back
             raise
+        if isinstance(job, Relabel):
+            commit(job.table, cursor)  # its table has no load to wait for it
+            return
+        load = job
         with lock:
             if load in before and before[load] not in committed:
                 waiting[load] = cursor
@@ -143,10 +186,10 @@ def load_all(con: duckdb.DuckDBPyConnection, planned: list[list[Load]], workers:
         commit_from(load, cursor)
 
     try:
-        with one_thread_per_load(con), ThreadPoolExecutor(min(workers, len(loads))) as pool:
-            # Every load ends before the pool does; the first failure in ``loads``' order is
+        with one_thread_per_load(con), ThreadPoolExecutor(min(workers, len(jobs))) as pool:
+            # Every job ends before the pool does; the first failure in ``jobs``' order is
             # raised, so the table named is one whose load failed.
-            list(pool.map(run, loads))
+            list(pool.map(run, jobs))
     finally:
         # Loads after a failed one were never committed: rolled back.
         for cursor in waiting.values():
