@@ -441,9 +441,10 @@ def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None
         if loaded:
             loads[table] = [(str(lake / relative), size) for relative, size in loaded]
     workers = current_settings().duckdb_threads
-    sizes = {table: int(new[table]["size"].sum()) for table in relabels}
-    jobs = [Relabel(table, label, sizes[table]) for table, label in relabels.items()]
-    load_all(con, plan(loads, workers), workers, jobs)
+    jobs = [
+        Relabel(table, label, int(new[table]["size"].sum())) for table, label in relabels.items()
+    ]
+    load_all(con, plan(loads, workers, sum(job.size for job in jobs)), workers, jobs)
     con.register("wanted_files", wanted)
     try:
         con.execute(sql_text("warehouse/files_replace.sql"))

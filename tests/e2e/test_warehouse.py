@@ -868,15 +868,18 @@ def assert_as_built_from_nothing(lake: Path, in_order: Collection[str] | None = 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("change", sorted(RUBRIC_CHANGES))
+@pytest.mark.parametrize(
+    ("change", "threads"), [*((change, 2) for change in sorted(RUBRIC_CHANGES)), ("name", 1)]
+)
 def test_after_a_rubric_change_the_warehouse_is_the_one_built_from_nothing(
-    parted_lake: Path, monkeypatch: pytest.MonkeyPatch, change: str
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch, change: str, threads: int
 ) -> None:
+    """Relabels and loads side by side (two threads), or one after another (one)."""
     lake = parted_lake
     jobs.ingest([SAMPLE / "surface"], lake)
     given, relabelled = RUBRIC_CHANGES[change]
     seen = relabels_seen(monkeypatch)
-    with use_settings(Settings(duckdb_threads=2)):
+    with use_settings(Settings(duckdb_threads=threads)):
         jobs.score(lake, parse_rubric(given))
     assert seen == [relabelled]
     assert count(lake, "select count(distinct rubric_id) from stg_task_component_scores") == 1
