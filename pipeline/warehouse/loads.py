@@ -95,8 +95,8 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> 
 
 @dataclass(frozen=True)
 class Relabel:
-    """One update: every row of a staging table given the rubric id ``rubric_id``
-    (``relabel.py``), beside the loads; ``size`` the bytes of the files it stands for."""
+    """One relabel, beside the loads: every row of a staging table given the rubric id
+    ``rubric_id`` (``relabel.py``); ``size`` the bytes of the files it stands for."""
 
     table: str
     rubric_id: str
@@ -104,6 +104,7 @@ class Relabel:
 
 
 def relabel(con: duckdb.DuckDBPyConnection, job: Relabel) -> None:
+    """``job.table``'s rubric_id column rewritten (sql/warehouse/stage_relabel.sql)."""
     import duckdb
 
     try:

@@ -908,3 +908,25 @@ def test_a_table_whose_parts_are_stored_out_of_order_is_reloaded(
     # The landed tables keep the order their incremental loads gave; the score tables are
     # new, in the files' order.
     assert_as_built_from_nothing(lake, in_order=SCORED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_relabel_that_fails_leaves_the_warehouse_as_it_was(
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    lake = parted_lake
+    build_warehouse(lake, DEFAULT.rubric_id)
+    before = warehouse_path(lake).read_bytes()
+
+    def relabel(con: duckdb.DuckDBPyConnection, job: loads_module.Relabel) -> None:
+        raise loads_module.load_failed(job.table, RuntimeError("disk on fire"))
+
+    monkeypatch.setattr(loads_module, "relabel", relabel)
+    seen = relabels_seen(monkeypatch)
+    with use_settings(Settings(duckdb_threads=threads)), pytest.raises(WarehouseError) as failed:
+        jobs.score(lake, parse_rubric(RUBRIC_CHANGES["penalty_scale"][0]))
+    assert seen == [{"task_component_scores"}]
+    assert "loading task_component_scores into the warehouse failed" in str(failed.value)
+    assert warehouse_path(lake).read_bytes() == before
+    assert not list(lake.glob(f".{warehouse_path(lake).name}.*"))
