@@ -738,7 +738,7 @@ def a_load_a_file(monkeypatch: pytest.MonkeyPatch) -> list[list[loads_module.Loa
     cut: list[list[loads_module.Load]] = []
 
     def plan(
-        tables: dict[str, list[tuple[str, int]]], workers: int
+        tables: dict[str, list[tuple[str, int]]], workers: int, beside: int = 0
     ) -> list[list[loads_module.Load]]:
         planned = [
             [loads_module.Load(table, (path,), size) for path, size in files]
