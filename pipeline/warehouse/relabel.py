@@ -88,8 +88,8 @@ def _same_but_rubric(pair: Pair, chunks: Mapping[str, Chunks]) -> bool:
     groups = {group: rows for (group, _), (rows, _, _) in before.items()}
     if sum(groups.values()) != pair.rows:
         return False
-    for (_, column), (rows, start, size) in before.items():
-        new_rows, new_start, new_size = after[_, column]
+    for (group, column), (rows, start, size) in before.items():
+        new_rows, new_start, new_size = after[group, column]
         if rows != new_rows:
             return False
         if (
