@@ -22,10 +22,11 @@ A build is incremental: when the previous file was built by the same code (its
 fingerprint: the views' SQL, the tables' schemas, the storage version), it is
 copied and only the lake files added, changed or removed since are loaded or
 dropped; under a new rubric that is every score file, while the landed tables
-stay. A file whose size or mtime moved is hashed, and one rewritten with the same bytes
-(a lake restored from a copy, a file touched by hand; a rescore under the same rubric
-leaves such score files in place) is not loaded again: the warehouse holds its rows
-already. Otherwise the file is built from
+stay (a score table the new rubric leaves as it was, but for the rubric its rows name,
+keeps its rows and has that column rewritten: ``relabel.py``). A file whose size or mtime
+moved is hashed, and one rewritten with the same bytes (a lake restored from a copy, a file
+touched by hand; a rescore under the same rubric leaves such score files in place) is not
+loaded again: the warehouse holds its rows already. Otherwise the file is built from
 nothing: from a copy of the empty file (facts, staging tables, views), which a process
 creates once, since creating the views costs more than loading a small lake.
 """
@@ -65,7 +66,7 @@ from pipeline.warehouse.file import (
     read_if_usable,
     warehouse_path,
 )
-from pipeline.warehouse.loads import load_all, load_failed, plan
+from pipeline.warehouse.loads import Relabel, load_all, load_failed, plan
 from pipeline.warehouse.models import (
     IDENTIFIER,
     STAGE_PREFIX,
@@ -74,6 +75,7 @@ from pipeline.warehouse.models import (
     staged_tables,
     view_files,
 )
+from pipeline.warehouse.relabel import relabelled
 from schemas.registry import LANDED
 
 # DuckDB is imported where the file is written (see pipeline/core/sql.py): a build that
@@ -407,11 +409,24 @@ def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None
     import duckdb
 
     wanted = changes.wanted
+    tables = sorted(set(changes.drop["tbl"]) | set(changes.load["tbl"]))
+    drops = {table: changes.drop.filter(pl.col("tbl") == table) for table in tables}
+    new = {table: changes.load.filter(pl.col("tbl") == table) for table in tables}
+    # Tables whose every held file goes (a new rubric's scores): those whose new files hold
+    # the rows they hold, but for the rubric named, keep them (relabel.py).
+    replaced = [
+        table
+        for table in tables
+        if drops[table].height and new[table].height == wanted.filter(pl.col("tbl") == table).height
+    ]
+    relabels = relabelled(con, lake, {t: drops[t] for t in replaced}, {t: new[t] for t in replaced})
     # Per table, the files to load (absolute path, bytes), in the order they are stored.
     loads: dict[str, list[tuple[str, int]]] = {}
-    for table in sorted(set(changes.drop["tbl"]) | set(changes.load["tbl"])):
-        dropped = changes.drop.filter(pl.col("tbl") == table)["part"].to_list()
-        loaded = changes.load.filter(pl.col("tbl") == table).select("path", "size").rows()
+    for table in tables:
+        if table in relabels:
+            continue
+        dropped = drops[table]["part"].to_list()
+        loaded = new[table].select("path", "size").rows()
         kept = wanted.filter(pl.col("tbl") == table).height - len(loaded)
         try:
             if dropped and not kept:
@@ -426,7 +441,10 @@ def _apply(con: duckdb.DuckDBPyConnection, lake: Path, changes: Changes) -> None
         if loaded:
             loads[table] = [(str(lake / relative), size) for relative, size in loaded]
     workers = current_settings().duckdb_threads
-    load_all(con, plan(loads, workers), workers)
+    jobs = [
+        Relabel(table, label, int(new[table]["size"].sum())) for table, label in relabels.items()
+    ]
+    load_all(con, plan(loads, workers, sum(job.size for job in jobs)), workers, jobs)
     con.register("wanted_files", wanted)
     try:
         con.execute(sql_text("warehouse/files_replace.sql"))

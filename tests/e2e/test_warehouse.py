@@ -10,7 +10,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import duckdb
@@ -40,6 +40,7 @@ from pipeline.warehouse import (
 )
 from pipeline.warehouse import build as build_module
 from pipeline.warehouse import loads as loads_module
+from schemas.registry import SCORED
 from tests.paths import SAMPLE
 from tools import simulate as sim
 
@@ -701,9 +702,12 @@ def test_tables_loaded_side_by_side_take_one_duckdb_thread_each(
         real_insert(con, table, files)
 
     def load_all(
-        con: duckdb.DuckDBPyConnection, planned: list[list[loads_module.Load]], workers: int
+        con: duckdb.DuckDBPyConnection,
+        planned: list[list[loads_module.Load]],
+        workers: int,
+        relabels: Sequence[loads_module.Relabel] = (),
     ) -> None:
-        real_load_all(con, planned, workers)
+        real_load_all(con, planned, workers, relabels)
         ((threads,),) = con.execute("select current_setting('threads')").fetchall()
         after.append(threads)
 
@@ -734,7 +738,7 @@ def a_load_a_file(monkeypatch: pytest.MonkeyPatch) -> list[list[loads_module.Loa
     cut: list[list[loads_module.Load]] = []
 
     def plan(
-        tables: dict[str, list[tuple[str, int]]], workers: int
+        tables: dict[str, list[tuple[str, int]]], workers: int, beside: int = 0
     ) -> list[list[loads_module.Load]]:
         planned = [
             [loads_module.Load(table, (path,), size) for path, size in files]
@@ -805,5 +809,124 @@ def test_a_load_that_fails_beside_others_leaves_the_warehouse_as_it_was(
     # The load that failed is named, not one the failure stopped (interrupted).
     assert f"loading {table} into the warehouse failed" in str(failed.value)
     assert "interrupt" not in str(failed.value).lower()
+    assert warehouse_path(lake).read_bytes() == before
+    assert not list(lake.glob(f".{warehouse_path(lake).name}.*"))
+
+
+# The surface score tables, which a change to the task rubric leaves as they were.
+SURFACE_SCORES = {"surface_scores", "surface_finding_scores", "surface_phase_scores"}
+# Rubric changes, each with the score tables it leaves as they were but for the rubric named
+# (relabelled, not reloaded): one that moves task totals only (no component score moves), one
+# that moves component scores too, and one that only names the rubric otherwise.
+RUBRIC_CHANGES: dict[str, tuple[dict[str, object], set[str]]] = {
+    "penalty_scale": ({"task": {"penalty_scale": 0.5}}, {"task_component_scores", *SURFACE_SCORES}),
+    "weights": (
+        {"task": {"exploit": {"weights": {**WEIGHTS, "pov_quality": 0.1, "target_calls": 0.2}}}},
+        SURFACE_SCORES,
+    ),
+    "name": (
+        {"rubric_id": "renamed"},
+        {"task_scores", "task_component_scores", "version_regressions", *SURFACE_SCORES},
+    ),
+}
+
+
+def relabels_seen(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The tables each build relabels instead of reloading (``relabel.relabelled``)."""
+    seen: list[set[str]] = []
+    real = build_module.relabelled
+
+    def relabelled(*args: object) -> dict[str, str]:
+        found = real(*args)  # type: ignore[arg-type]
+        seen.append(set(found))
+        return found
+
+    monkeypatch.setattr(build_module, "relabelled", relabelled)
+    return seen
+
+
+def assert_as_built_from_nothing(lake: Path, in_order: Collection[str] | None = None) -> None:
+    """The warehouse equals one built from nothing on the same lake: every staging table of
+    ``in_order`` (None: all) row for row in stored order, bit for bit, the others' rows in
+    any order; the same views' rows and the same definitions."""
+    built = stage_tables_as_stored(warehouse_path(lake)), every_view(warehouse_path(lake))
+    with duckdb.connect(str(warehouse_path(lake)), read_only=True) as con:
+        definitions = build_module.catalog(con)
+    (lake / "_state" / f"{build_module.HELD_RECORD}.json").unlink()
+    warehouse_path(lake).unlink()
+    assert not build_warehouse(lake, built[0]["task_scores"]["rubric_id"][0]).incremental
+    fresh = stage_tables_as_stored(warehouse_path(lake))
+    assert sorted(fresh) == sorted(built[0])
+    for name, frame in fresh.items():
+        if in_order is None or name in in_order:
+            assert_frame_equal(built[0][name], frame, check_exact=True)
+        else:
+            assert_frame_equal(ordered(built[0][name]), ordered(frame), check_exact=True)
+    assert_same_rows(built[1], every_view(warehouse_path(lake)))
+    with duckdb.connect(str(warehouse_path(lake)), read_only=True) as con:
+        assert build_module.catalog(con) == definitions
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("change", "threads"), [*((change, 2) for change in sorted(RUBRIC_CHANGES)), ("name", 1)]
+)
+def test_after_a_rubric_change_the_warehouse_is_the_one_built_from_nothing(
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch, change: str, threads: int
+) -> None:
+    """Relabels and loads side by side (two threads), or one after another (one)."""
+    lake = parted_lake
+    jobs.ingest([SAMPLE / "surface"], lake)
+    given, relabelled = RUBRIC_CHANGES[change]
+    seen = relabels_seen(monkeypatch)
+    with use_settings(Settings(duckdb_threads=threads)):
+        jobs.score(lake, parse_rubric(given))
+    assert seen == [relabelled]
+    assert count(lake, "select count(distinct rubric_id) from stg_task_component_scores") == 1
+    assert_as_built_from_nothing(lake)
+
+
+@pytest.mark.slow
+def test_a_table_whose_parts_are_stored_out_of_order_is_reloaded(
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part's rows taken out and loaded again go after the others': relabelled in place,
+    the table would keep that order where a reload gives the files' order."""
+    lake = parted_lake
+    build_warehouse(lake, DEFAULT.rubric_id)
+    first = lk.parquet_files(lk.score_dir(lake, DEFAULT.rubric_id, "task_component_scores"))[0]
+    aside = lake.parent / first.name
+    first.rename(aside)
+    assert build_warehouse(lake, DEFAULT.rubric_id).files_dropped > 0  # its part is hidden
+    aside.rename(first)
+    assert build_warehouse(lake, DEFAULT.rubric_id).files_loaded > 0  # and back, at the end
+    stored = stage_tables_as_stored(warehouse_path(lake))["task_component_scores"]
+    assert stored[PART_COLUMN][-1] == first.stem
+    seen = relabels_seen(monkeypatch)
+    jobs.score(lake, parse_rubric(RUBRIC_CHANGES["penalty_scale"][0]))
+    assert seen == [set()]  # its other parts' files hold the rows but for the rubric
+    # The landed tables keep the order their incremental loads gave; the score tables are
+    # new, in the files' order.
+    assert_as_built_from_nothing(lake, in_order=SCORED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_relabel_that_fails_leaves_the_warehouse_as_it_was(
+    parted_lake: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    lake = parted_lake
+    build_warehouse(lake, DEFAULT.rubric_id)
+    before = warehouse_path(lake).read_bytes()
+
+    def relabel(con: duckdb.DuckDBPyConnection, job: loads_module.Relabel) -> None:
+        raise loads_module.load_failed(job.table, RuntimeError("disk on fire"))
+
+    monkeypatch.setattr(loads_module, "relabel", relabel)
+    seen = relabels_seen(monkeypatch)
+    with use_settings(Settings(duckdb_threads=threads)), pytest.raises(WarehouseError) as failed:
+        jobs.score(lake, parse_rubric(RUBRIC_CHANGES["penalty_scale"][0]))
+    assert seen == [{"task_component_scores"}]
+    assert "loading task_component_scores into the warehouse failed" in str(failed.value)
     assert warehouse_path(lake).read_bytes() == before
     assert not list(lake.glob(f".{warehouse_path(lake).name}.*"))

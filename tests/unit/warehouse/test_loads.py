@@ -36,6 +36,14 @@ def test_a_table_past_its_share_is_cut_where_its_files_reach_the_share() -> None
     assert [len(loads) for loads in plan(tables, 1)] == [1, 1, 1]
 
 
+def test_bytes_relabelled_beside_the_loads_count_in_the_share() -> None:
+    # task_scores alone on two workers: a share of 50, so two loads of 50. Beside a relabel
+    # of 100 bytes' files: a share of (100 + 100) / 2 = 100, and it stays one load.
+    tables = {"task_scores": [(f"s{i}", 25) for i in range(4)]}
+    assert [load.size for load in plan(tables, 2)[0]] == [50, 50]
+    assert [load.size for load in plan(tables, 2, beside=100)[0]] == [100]
+
+
 def test_files_larger_than_the_share_are_a_load_each() -> None:
     # Share 1000 / 2 = 500: x alone is the share; y would take the load to 750 at its middle.
     assert plan({"t": [("x", 500), ("y", 500)]}, 2) == [
