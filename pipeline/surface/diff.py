@@ -117,16 +117,21 @@ def fetch_diff(
 ) -> SurfaceDiff:
     """The two versions (default: the latest two) of ``server`` and what changed."""
     with reading(lake) as con:
-        versions = _fetch(con, "surface_diff_versions", [server])["version_label"].to_list()
-        chosen = _choose(server, versions, from_version, to_version)
-        findings = _fetch(con, "surface_diff_findings", [server, *chosen])
-        grades = _fetch(con, "surface_diff_grades", [server, *chosen]).to_dicts()
-    return SurfaceDiff(server, chosen[0], chosen[1], versions, findings, grades[0])
+        versions = _fetch(con, "surface_diff_versions", [server])
+        labels = versions["version_label"].to_list()
+        chosen = _choose(server, labels, from_version, to_version)
+        # Read by the run_ids standing for the two versions: a label can name two versions
+        # (a null server.version and the version 'unversioned'), a run_id names one report.
+        runs = [versions["run_id"][i] for i in chosen]
+        findings = _fetch(con, "surface_diff_findings", [server, *runs])
+        grades = _fetch(con, "surface_diff_grades", [server, *runs]).to_dicts()
+    return SurfaceDiff(server, labels[chosen[0]], labels[chosen[1]], labels, findings, grades[0])
 
 
 def _choose(
     server: str, versions: list[str], from_version: str | None, to_version: str | None
-) -> tuple[str, str]:
+) -> tuple[int, int]:
+    """The places in ``versions`` (labels, oldest first) of the two versions to compare."""
     if not versions:
         raise DiffUsageError(f"no surface grades for server {server!r} in the warehouse")
     if (from_version is None) != (to_version is None):
@@ -136,16 +141,23 @@ def _choose(
             raise DiffUsageError(
                 f"server {server!r} has one version ({versions[0]}): nothing to compare"
             )
-        return versions[-2], versions[-1]
+        return len(versions) - 2, len(versions) - 1
     unknown = [v for v in (from_version, to_version) if v not in versions]
     if unknown:
         raise DiffUsageError(
             f"server {server!r} has no version {', '.join(map(repr, unknown))}; "
             f"its versions: {', '.join(versions)}"
         )
+    shared = [v for v in dict.fromkeys((from_version, to_version)) if versions.count(v) > 1]
+    if shared:
+        raise DiffUsageError(
+            f"{shared[0]!r} names {versions.count(shared[0])} versions of server {server!r} "
+            f"(reports without server.version and reports of version {shared[0]!r}); "
+            f"surface_versions tells them apart by server_version and run_id"
+        )
     if from_version == to_version:
         raise DiffUsageError(f"--from and --to are the same version ({from_version})")
-    return from_version, to_version
+    return versions.index(from_version), versions.index(to_version)
 
 
 # ------------------------------------------------------------------------------- SARIF

@@ -1,0 +1,91 @@
+"""surface-diff as a security engineer tracking a server across versions reads it: which two
+reports it compares, and what it says when a version's report measured less than the other's.
+Reports are built here (the changes are known by construction) and land through ``run``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clirunner import pipeline
+
+
+def _finding(probe: str, kind: str, target: Any, **measurement: Any) -> dict[str, Any]:
+    return {"probe": probe, "kind": kind, "target": target, "measurement": measurement}
+
+
+SURFACE = _finding(
+    "static_hygiene",
+    "token_cost",
+    ["a", "b"],
+    scope="surface",
+    tokens=300,
+    tool_count=2,
+    tokens_per_tool_avg=150,
+)
+SHORT_A = _finding("static_hygiene", "schema_smell", "a", smell="short_description")
+# a labeled query of the noise probe: pass_rate 0.5, severity 0.5
+NOISE_B = _finding("noise", "selection_error", "b", mode="labeled", pass_rate=0.5)
+
+
+def _report(
+    version: str | None, at: str, findings: list[dict[str, Any]], ran: list[str]
+) -> dict[str, Any]:
+    return {
+        "generated_at": at,
+        "server": {"name": "srv", "version": version, "tool_count": 2},
+        "coverage": {"ran": ran},
+        "findings": [SURFACE, *findings],
+    }
+
+
+def _land(tmp_path: Path, *reports: dict[str, Any]) -> Path:
+    inputs, lake = tmp_path / "in", tmp_path / "lake"
+    inputs.mkdir()
+    for i, report in enumerate(reports):
+        (inputs / f"{i}.json").write_text(json.dumps(report), encoding="utf-8")
+    done = pipeline("run", inputs, "--lake", lake)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return lake
+
+
+@pytest.fixture
+def unversioned_twice(tmp_path: Path) -> Path:
+    """A report without server.version (its version is named 'unversioned'), then one whose
+    version is the string 'unversioned', then 2: two versions share the name."""
+    static = ["static_hygiene"]
+    return _land(
+        tmp_path,
+        _report(None, "2026-11-01T00:00:00+00:00", [], static),
+        _report("unversioned", "2026-11-02T00:00:00+00:00", [SHORT_A], static),
+        _report("2", "2026-11-03T00:00:00+00:00", [SHORT_A], static),
+    )
+
+
+def test_the_latest_two_are_compared_even_when_two_versions_share_a_name(
+    unversioned_twice: Path,
+) -> None:
+    done = pipeline("surface-diff", "--server", "srv", "--lake", unversioned_twice, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["from"], report["to"]) == ("unversioned", "2")
+    # the version named 'unversioned' that comes second (its report of 2026-11-02) has the
+    # smell 2 has: nothing changed. The null version's pair (smell new in 2) is not mixed in.
+    assert report["grade"]["from_run_id"] == "srv@unversioned@2026-11-02T00:00:00+00:00"
+    assert report["counts"] == {"new": 0, "worse": 0, "resolved": 0, "better": 0}
+    assert report["changes"] == []
+    # both: CE 100 (150 tokens per tool), SH 100, DQ = 100 - 0.4/2 × 100 = 80;
+    # (0.3 × 100 + 0.15 × 100 + 0.15 × 80) / 0.6 = 95.0
+    assert (report["grade"]["overall_before"], report["grade"]["overall_after"]) == (95.0, 95.0)
+
+
+def test_a_version_name_two_versions_share_is_refused(unversioned_twice: Path) -> None:
+    done = pipeline(
+        "surface-diff", "--server", "srv", "--from", "unversioned", "--to", "2",
+        "--lake", unversioned_twice,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "'unversioned' names 2 versions of server 'srv'" in done.stderr
