@@ -271,6 +271,20 @@ def print_surface_diff(diff: SurfaceDiff, threshold: float | None) -> None:
     for cells in shown.rows():
         table.add_row(*(str(cell) for cell in cells))
     print_table(console, table)
+    for gap in diff.unmeasured_probes():
+        console.print(
+            visible(
+                f"note: probe {gap['probe']} ran in {gap['ran_in']}, not in {gap['not_in']}"
+                + (
+                    f": its {gap['findings']} finding(s) show as {gap['change']}, "
+                    f"but {gap['not_in']} did not measure them"
+                    if gap["findings"]
+                    else ""
+                )
+            ),
+            highlight=False,
+            markup=False,
+        )
     if threshold is not None:
         failing = diff.failing(threshold).height
         console.print(

@@ -68,8 +68,12 @@ class SurfaceDiff:
     from_version: str
     to_version: str
     versions: list[str]
-    findings: pl.DataFrame  # every finding of either version, matched (change = ... | same)
+    # every finding of either version, matched (change = ... | same); unmeasured: new or
+    # resolved only because its probe ran in one version (see unmeasured_probes)
+    findings: pl.DataFrame
     grade: dict[str, Any]  # a surface_version_changes row
+    from_ran: list[str]  # coverage.ran of the --from version's report
+    to_ran: list[str]
 
     @property
     def changes(self) -> pl.DataFrame:
@@ -86,6 +90,30 @@ class SurfaceDiff:
             pl.col("change").is_in(FAILING_CHANGES) & (pl.col("severity_after") >= threshold)
         )
 
+    def unmeasured_probes(self) -> list[dict[str, Any]]:
+        """Each probe that ran in one version only, oldest named first (the --from
+        version's, then the --to's), with how many of its findings are new or resolved for
+        that alone: a finding missing from a version that did not look for it is not fixed,
+        and one found by a probe its other version never ran is not new to the server."""
+        counted = self.findings.filter("unmeasured").group_by("probe").len()
+        found = dict(zip(counted["probe"].to_list(), counted["len"].to_list(), strict=True))
+        sides = (
+            (self.from_ran, self.to_ran, self.from_version, self.to_version, RESOLVED),
+            (self.to_ran, self.from_ran, self.to_version, self.from_version, NEW),
+        )
+        return [
+            {
+                "probe": probe,
+                "ran_in": ran_in,
+                "not_in": not_in,
+                "change": change,
+                "findings": found.get(probe, 0),
+            }
+            for ran, other, ran_in, not_in, change in sides
+            for probe in ran
+            if probe not in other
+        ]
+
     def to_dict(self, threshold: float | None = None) -> dict[str, Any]:
         result: dict[str, Any] = {
             "server": self.server,
@@ -94,6 +122,8 @@ class SurfaceDiff:
             "versions": self.versions,
             "grade": self.grade,
             "counts": self.counts(),
+            "coverage": {"from": self.from_ran, "to": self.to_ran},
+            "unmeasured": self.unmeasured_probes(),
             "changes": self.changes.drop("finding_index_before", "finding_index_after").to_dicts(),
         }
         if threshold is not None:
@@ -125,7 +155,24 @@ def fetch_diff(
         runs = [versions["run_id"][i] for i in chosen]
         findings = _fetch(con, "surface_diff_findings", [server, *runs])
         grades = _fetch(con, "surface_diff_grades", [server, *runs]).to_dicts()
-    return SurfaceDiff(server, labels[chosen[0]], labels[chosen[1]], labels, findings, grades[0])
+        coverage = _fetch(con, "surface_diff_coverage", runs)
+    ran = dict(zip(coverage["run_id"].to_list(), coverage["ran"].to_list(), strict=True))
+    from_ran, to_ran = ran[runs[0]], ran[runs[1]]
+    only_from = pl.col("probe").is_in(from_ran) & ~pl.col("probe").is_in(to_ran)
+    only_to = pl.col("probe").is_in(to_ran) & ~pl.col("probe").is_in(from_ran)
+    unmeasured = ((pl.col("change") == RESOLVED) & only_from) | (
+        (pl.col("change") == NEW) & only_to
+    )
+    return SurfaceDiff(
+        server,
+        labels[chosen[0]],
+        labels[chosen[1]],
+        labels,
+        findings.with_columns(unmeasured=unmeasured.fill_null(False)),
+        grades[0],
+        from_ran,
+        to_ran,
+    )
 
 
 def _choose(
@@ -212,6 +259,8 @@ def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
             "severityBefore": row["severity_before"],
             "severityAfter": row["severity_after"],
             "identity": row["identity"],
+            "probe": row["probe"],
+            "unmeasured": row["unmeasured"],
         },
     }
     if tools:

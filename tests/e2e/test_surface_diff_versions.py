@@ -52,6 +52,14 @@ def _land(tmp_path: Path, *reports: dict[str, Any]) -> Path:
     return lake
 
 
+def _diff(lake: Path, *args: str) -> dict[str, Any]:
+    """surface-diff --json of server srv, which exits 0."""
+    done = pipeline("surface-diff", "--server", "srv", "--lake", lake, "--json", *args)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
 @pytest.fixture
 def unversioned_twice(tmp_path: Path) -> Path:
     """A report without server.version (its version is named 'unversioned'), then one whose
@@ -68,9 +76,7 @@ def unversioned_twice(tmp_path: Path) -> Path:
 def test_the_latest_two_are_compared_even_when_two_versions_share_a_name(
     unversioned_twice: Path,
 ) -> None:
-    done = pipeline("surface-diff", "--server", "srv", "--lake", unversioned_twice, "--json")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = _diff(unversioned_twice)
     assert (report["from"], report["to"]) == ("unversioned", "2")
     # the version named 'unversioned' that comes second (its report of 2026-11-02) has the
     # smell 2 has: nothing changed. The null version's pair (smell new in 2) is not mixed in.
@@ -89,3 +95,59 @@ def test_a_version_name_two_versions_share_is_refused(unversioned_twice: Path) -
     )  # fmt: skip
     assert done.returncode == 2
     assert "'unversioned' names 2 versions of server 'srv'" in done.stderr
+
+
+@pytest.fixture
+def noise_dropped(tmp_path: Path) -> Path:
+    """1 ran the noise probe, which found a labeled selection error; 2 did not run it. 2 has
+    fixed a's short description, which static_hygiene looked for in both."""
+    return _land(
+        tmp_path,
+        _report("1", "2026-11-01T00:00:00+00:00", [NOISE_B, SHORT_A], ["static_hygiene", "noise"]),
+        _report("2", "2026-11-02T00:00:00+00:00", [], ["static_hygiene"]),
+    )
+
+
+def test_findings_of_a_probe_the_later_version_did_not_run_are_resolved_unmeasured(
+    noise_dropped: Path,
+) -> None:
+    report = _diff(noise_dropped)
+    # 1: CE 100, SH 100, DQ = 100 - 0.4/2 × 100 = 80, selection_robustness = mean(pass_rate)
+    #    × 100 = 50: (30 + 0.25 × 50 + 15 + 0.15 × 80) / 0.85 = 81.8 (B-);
+    # 2: (30 + 15 + 15) / 0.6 = 100 (A+)
+    grade = report["grade"]
+    assert (grade["overall_before"], grade["letter_before"]) == (81.8, "B-")
+    assert (grade["overall_after"], grade["letter_after"]) == (100.0, "A+")
+    assert report["coverage"] == {"from": ["static_hygiene", "noise"], "to": ["static_hygiene"]}
+    assert [(c["kind"], c["change"], c["probe"], c["unmeasured"]) for c in report["changes"]] == [
+        ("selection_error", "resolved", "noise", True),
+        ("schema_smell", "resolved", "static_hygiene", False),
+    ]
+    assert report["unmeasured"] == [
+        {"probe": "noise", "ran_in": "1", "not_in": "2", "change": "resolved", "findings": 1}
+    ]
+    text = pipeline("surface-diff", "--server", "srv", "--lake", noise_dropped).stdout
+    assert (
+        "note: probe noise ran in 1, not in 2: its 1 finding(s) show as resolved, "
+        "but 2 did not measure them" in " ".join(text.split())
+    )
+
+
+def test_findings_of_a_probe_only_the_later_version_ran_are_new_unmeasured(
+    noise_dropped: Path,
+) -> None:
+    report = _diff(noise_dropped, "--from", "2", "--to", "1")
+    assert [(c["kind"], c["change"], c["unmeasured"]) for c in report["changes"]] == [
+        ("selection_error", "new", True),
+        ("schema_smell", "new", False),
+    ]
+    assert report["unmeasured"] == [
+        {"probe": "noise", "ran_in": "1", "not_in": "2", "change": "new", "findings": 1}
+    ]
+    text = pipeline(
+        "surface-diff", "--server", "srv", "--from", "2", "--to", "1", "--lake", noise_dropped
+    ).stdout
+    assert (
+        "note: probe noise ran in 1, not in 2: its 1 finding(s) show as new, "
+        "but 2 did not measure them" in " ".join(text.split())
+    )
