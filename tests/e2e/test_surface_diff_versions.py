@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
+from pipeline.warehouse import warehouse_path
 from tests.clirunner import pipeline
+from tools.warehouse_docs import check_queries, load
 
 
 def _finding(probe: str, kind: str, target: Any, **measurement: Any) -> dict[str, Any]:
@@ -95,6 +98,19 @@ def test_a_version_name_two_versions_share_is_refused(unversioned_twice: Path) -
     )  # fmt: skip
     assert done.returncode == 2
     assert "'unversioned' names 2 versions of server 'srv'" in done.stderr
+
+
+def test_the_views_yaml_tests_hold_when_two_versions_share_a_name(
+    unversioned_twice: Path,
+) -> None:
+    # surface_versions has one row per version: (server, server_version), not the label
+    with duckdb.connect(str(warehouse_path(unversioned_twice)), read_only=True) as con:
+        failing = {
+            label: count
+            for label, (sql, params) in check_queries(load()).items()
+            if (count := con.execute(sql, params).fetchone()[0])  # type: ignore[index]
+        }
+    assert failing == {}
 
 
 @pytest.fixture
