@@ -261,7 +261,12 @@ def print_surface_diff(diff: SurfaceDiff, threshold: float | None) -> None:
     shown = diff.changes.select(
         "change",
         "kind",
-        pl.col("tool").fill_null("(whole surface)"),
+        # A finding of no tool (mcp-xray's [] target) is about the whole surface; a tool
+        # named "" is one tool, so the list's length decides, not the joined text.
+        pl.when(pl.col("tools").list.len() > 0)
+        .then(pl.col("tool"))
+        .otherwise(pl.lit("(whole surface)"))
+        .alias("tool"),
         "identity",
         *(
             pl.col(name).round(3).cast(pl.String).fill_null("-")

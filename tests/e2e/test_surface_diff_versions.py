@@ -172,6 +172,20 @@ def test_findings_of_a_probe_only_the_later_version_ran_are_new_unmeasured(
     )
 
 
+def test_a_finding_with_no_target_tools_is_shown_as_the_whole_surface(tmp_path: Path) -> None:
+    # mcp-xray targets a jit_candidate (and a 0-tool server's surface token_cost) at []
+    jit = _finding("consolidate", "jit_candidate", [], recommend_jit=True)
+    lake = _land(
+        tmp_path,
+        _report("1", "2026-11-01T00:00:00+00:00", [jit], ["static_hygiene", "consolidate"]),
+        _report("2", "2026-11-02T00:00:00+00:00", [], ["static_hygiene", "consolidate"]),
+    )
+    done = pipeline("surface-diff", "--server", "srv", "--lake", lake)
+    assert done.returncode == 0, done.stderr
+    [row] = [line for line in done.stdout.splitlines() if "jit_candidate" in line]
+    assert "(whole surface)" in row and "resolved" in row
+
+
 @pytest.mark.slow
 def test_a_diff_reads_its_two_versions_not_every_pair_of_the_servers(tmp_path: Path) -> None:
     # 80 versions of 301 findings: 6,320 ordered pairs. Picking the pair by its labels after
