@@ -116,6 +116,21 @@ def test_the_views_yaml_tests_hold_when_two_versions_share_a_name(
     assert failing == {}
 
 
+def test_an_unknown_version_is_refused_on_one_line_whatever_the_versions_hold(
+    tmp_path: Path,
+) -> None:
+    static = ["static_hygiene"]
+    lake = _land(
+        tmp_path,
+        _report("1.0\nbuild 7", "2026-11-01T00:00:00+00:00", [], static),
+        _report("2", "2026-11-02T00:00:00+00:00", [], static),
+    )
+    done = pipeline("surface-diff", "--server", "srv", "--from", "9", "--to", "2", "--lake", lake)
+    assert done.returncode == 2
+    assert done.stderr.endswith("its versions: 1.0\\nbuild 7, 2\n")
+    assert done.stderr.count("\n") == 1
+
+
 @pytest.fixture
 def noise_dropped(tmp_path: Path) -> Path:
     """1 ran the noise probe, which found a labeled selection error; 2 did not run it. 2 has
