@@ -270,6 +270,18 @@ def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
     return result
 
 
+def automation_id(diff: SurfaceDiff) -> str:
+    """SARIF's run id, ``category/instance`` split at its last ``/`` (SARIF 2.1.0, 3.17.4):
+    the category ``surface-diff/<server>/`` is the same for every diff of a server (a
+    code-scanning tool replaces its results with each upload), the instance names the pair.
+    A ``/`` in a version (``release/2.0``) would move the split into the instance, so the
+    versions' ``%`` and ``/`` are percent-encoded."""
+    pair = "..".join(
+        v.replace("%", "%25").replace("/", "%2F") for v in (diff.from_version, diff.to_version)
+    )
+    return f"surface-diff/{diff.server}/{pair}"
+
+
 def to_sarif(diff: SurfaceDiff) -> dict[str, Any]:
     """SARIF 2.1.0: one result per finding of either version (a rule per kind; level from
     the severity band; baselineState new / updated / unchanged / absent)."""
@@ -288,9 +300,7 @@ def to_sarif(diff: SurfaceDiff) -> dict[str, Any]:
                         "rules": _rules(kinds),
                     }
                 },
-                "automationDetails": {
-                    "id": f"surface-diff/{diff.server}/{diff.from_version}..{diff.to_version}"
-                },
+                "automationDetails": {"id": automation_id(diff)},
                 "properties": {
                     "server": diff.server,
                     "fromVersion": diff.from_version,

@@ -131,6 +131,24 @@ def test_an_unknown_version_is_refused_on_one_line_whatever_the_versions_hold(
     assert done.stderr.count("\n") == 1
 
 
+def test_the_sarif_category_is_the_servers_whatever_its_versions_hold(tmp_path: Path) -> None:
+    static = ["static_hygiene"]
+    lake = _land(
+        tmp_path,
+        _report("release/1.0", "2026-11-01T00:00:00+00:00", [], static),
+        _report("2.0 100%", "2026-11-02T00:00:00+00:00", [], static),
+    )
+    sarif = tmp_path / "diff.sarif"
+    assert (
+        pipeline("surface-diff", "--server", "srv", "--lake", lake, "--sarif", sarif).returncode
+        == 0
+    )
+    run_id = json.loads(sarif.read_text())["runs"][0]["automationDetails"]["id"]
+    # category and instance split at the last /
+    category, instance = run_id.rsplit("/", 1)
+    assert (category, instance) == ("surface-diff/srv", "release%2F1.0..2.0 100%25")
+
+
 @pytest.fixture
 def noise_dropped(tmp_path: Path) -> Path:
     """1 ran the noise probe, which found a labeled selection error; 2 did not run it. 2 has
