@@ -261,7 +261,12 @@ def print_surface_diff(diff: SurfaceDiff, threshold: float | None) -> None:
     shown = diff.changes.select(
         "change",
         "kind",
-        pl.col("tool").fill_null("(whole surface)"),
+        # A finding of no tool (mcp-xray's [] target) is about the whole surface; a tool
+        # named "" is one tool, so the list's length decides, not the joined text.
+        pl.when(pl.col("tools").list.len() > 0)
+        .then(pl.col("tool"))
+        .otherwise(pl.lit("(whole surface)"))
+        .alias("tool"),
         "identity",
         *(
             pl.col(name).round(3).cast(pl.String).fill_null("-")
@@ -271,6 +276,20 @@ def print_surface_diff(diff: SurfaceDiff, threshold: float | None) -> None:
     for cells in shown.rows():
         table.add_row(*(str(cell) for cell in cells))
     print_table(console, table)
+    for gap in diff.unmeasured_probes():
+        console.print(
+            visible(
+                f"note: probe {gap['probe']} ran in {gap['ran_in']}, not in {gap['not_in']}"
+                + (
+                    f": its {gap['findings']} finding(s) show as {gap['change']}, "
+                    f"but {gap['not_in']} did not measure them"
+                    if gap["findings"]
+                    else ""
+                )
+            ),
+            highlight=False,
+            markup=False,
+        )
     if threshold is not None:
         failing = diff.failing(threshold).height
         console.print(

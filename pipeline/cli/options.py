@@ -89,8 +89,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.
 
 def usage_error(message: str, *, label: str = "usage") -> typer.Exit:
     """Say ``message`` on one line of stderr (as written: a path or an extra's name in
-    brackets is not markup); the exit (code 2) to raise."""
-    errors.print(f"[bold red]{label}:[/] {escape(visible(message))}", highlight=False)
+    brackets is not markup); the exit (code 2) to raise. A newline from data (a version
+    name listed in the message) is written ``\\n``: the message is one line."""
+    one_line = visible(message).replace("\n", "\\n")
+    errors.print(f"[bold red]{label}:[/] {escape(one_line)}", highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 

@@ -68,8 +68,12 @@ class SurfaceDiff:
     from_version: str
     to_version: str
     versions: list[str]
-    findings: pl.DataFrame  # every finding of either version, matched (change = ... | same)
+    # every finding of either version, matched (change = ... | same); unmeasured: new or
+    # resolved only because its probe ran in one version (see unmeasured_probes)
+    findings: pl.DataFrame
     grade: dict[str, Any]  # a surface_version_changes row
+    from_ran: list[str]  # coverage.ran of the --from version's report
+    to_ran: list[str]
 
     @property
     def changes(self) -> pl.DataFrame:
@@ -86,6 +90,30 @@ class SurfaceDiff:
             pl.col("change").is_in(FAILING_CHANGES) & (pl.col("severity_after") >= threshold)
         )
 
+    def unmeasured_probes(self) -> list[dict[str, Any]]:
+        """Each probe that ran in one version only, oldest named first (the --from
+        version's, then the --to's), with how many of its findings are new or resolved for
+        that alone: a finding missing from a version that did not look for it is not fixed,
+        and one found by a probe its other version never ran is not new to the server."""
+        counted = self.findings.filter("unmeasured").group_by("probe").len()
+        found = dict(zip(counted["probe"].to_list(), counted["len"].to_list(), strict=True))
+        sides = (
+            (self.from_ran, self.to_ran, self.from_version, self.to_version, RESOLVED),
+            (self.to_ran, self.from_ran, self.to_version, self.from_version, NEW),
+        )
+        return [
+            {
+                "probe": probe,
+                "ran_in": ran_in,
+                "not_in": not_in,
+                "change": change,
+                "findings": found.get(probe, 0),
+            }
+            for ran, other, ran_in, not_in, change in sides
+            for probe in ran
+            if probe not in other
+        ]
+
     def to_dict(self, threshold: float | None = None) -> dict[str, Any]:
         result: dict[str, Any] = {
             "server": self.server,
@@ -94,6 +122,8 @@ class SurfaceDiff:
             "versions": self.versions,
             "grade": self.grade,
             "counts": self.counts(),
+            "coverage": {"from": self.from_ran, "to": self.to_ran},
+            "unmeasured": self.unmeasured_probes(),
             "changes": self.changes.drop("finding_index_before", "finding_index_after").to_dicts(),
         }
         if threshold is not None:
@@ -117,16 +147,38 @@ def fetch_diff(
 ) -> SurfaceDiff:
     """The two versions (default: the latest two) of ``server`` and what changed."""
     with reading(lake) as con:
-        versions = _fetch(con, "surface_diff_versions", [server])["version_label"].to_list()
-        chosen = _choose(server, versions, from_version, to_version)
-        findings = _fetch(con, "surface_diff_findings", [server, *chosen])
-        grades = _fetch(con, "surface_diff_grades", [server, *chosen]).to_dicts()
-    return SurfaceDiff(server, chosen[0], chosen[1], versions, findings, grades[0])
+        versions = _fetch(con, "surface_diff_versions", [server])
+        labels = versions["version_label"].to_list()
+        chosen = _choose(server, labels, from_version, to_version)
+        # Read by the run_ids standing for the two versions: a label can name two versions
+        # (a null server.version and the version 'unversioned'), a run_id names one report.
+        runs = [versions["run_id"][i] for i in chosen]
+        findings = _fetch(con, "surface_diff_findings", [server, *runs])
+        grades = _fetch(con, "surface_diff_grades", [server, *runs]).to_dicts()
+        coverage = _fetch(con, "surface_diff_coverage", runs)
+    ran = dict(zip(coverage["run_id"].to_list(), coverage["ran"].to_list(), strict=True))
+    from_ran, to_ran = ran[runs[0]], ran[runs[1]]
+    only_from = pl.col("probe").is_in(from_ran) & ~pl.col("probe").is_in(to_ran)
+    only_to = pl.col("probe").is_in(to_ran) & ~pl.col("probe").is_in(from_ran)
+    unmeasured = ((pl.col("change") == RESOLVED) & only_from) | (
+        (pl.col("change") == NEW) & only_to
+    )
+    return SurfaceDiff(
+        server,
+        labels[chosen[0]],
+        labels[chosen[1]],
+        labels,
+        findings.with_columns(unmeasured=unmeasured.fill_null(False)),
+        grades[0],
+        from_ran,
+        to_ran,
+    )
 
 
 def _choose(
     server: str, versions: list[str], from_version: str | None, to_version: str | None
-) -> tuple[str, str]:
+) -> tuple[int, int]:
+    """The places in ``versions`` (labels, oldest first) of the two versions to compare."""
     if not versions:
         raise DiffUsageError(f"no surface grades for server {server!r} in the warehouse")
     if (from_version is None) != (to_version is None):
@@ -136,16 +188,23 @@ def _choose(
             raise DiffUsageError(
                 f"server {server!r} has one version ({versions[0]}): nothing to compare"
             )
-        return versions[-2], versions[-1]
+        return len(versions) - 2, len(versions) - 1
     unknown = [v for v in (from_version, to_version) if v not in versions]
     if unknown:
         raise DiffUsageError(
             f"server {server!r} has no version {', '.join(map(repr, unknown))}; "
             f"its versions: {', '.join(versions)}"
         )
+    shared = [v for v in dict.fromkeys((from_version, to_version)) if versions.count(v) > 1]
+    if shared:
+        raise DiffUsageError(
+            f"{shared[0]!r} names {versions.count(shared[0])} versions of server {server!r} "
+            f"(reports without server.version and reports of version {shared[0]!r}); "
+            f"surface_versions tells them apart by server_version and run_id"
+        )
     if from_version == to_version:
         raise DiffUsageError(f"--from and --to are the same version ({from_version})")
-    return from_version, to_version
+    return versions.index(from_version), versions.index(to_version)
 
 
 # ------------------------------------------------------------------------------- SARIF
@@ -200,6 +259,8 @@ def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
             "severityBefore": row["severity_before"],
             "severityAfter": row["severity_after"],
             "identity": row["identity"],
+            "probe": row["probe"],
+            "unmeasured": row["unmeasured"],
         },
     }
     if tools:
@@ -207,6 +268,18 @@ def _result(row: dict[str, Any], rule_index: int) -> dict[str, Any]:
             {"logicalLocations": [{"name": tool, "kind": "function"} for tool in tools]}
         ]
     return result
+
+
+def automation_id(diff: SurfaceDiff) -> str:
+    """SARIF's run id, ``category/instance`` split at its last ``/`` (SARIF 2.1.0, 3.17.4):
+    the category ``surface-diff/<server>/`` is the same for every diff of a server (a
+    code-scanning tool replaces its results with each upload), the instance names the pair.
+    A ``/`` in a version (``release/2.0``) would move the split into the instance, so the
+    versions' ``%`` and ``/`` are percent-encoded."""
+    pair = "..".join(
+        v.replace("%", "%25").replace("/", "%2F") for v in (diff.from_version, diff.to_version)
+    )
+    return f"surface-diff/{diff.server}/{pair}"
 
 
 def to_sarif(diff: SurfaceDiff) -> dict[str, Any]:
@@ -227,9 +300,7 @@ def to_sarif(diff: SurfaceDiff) -> dict[str, Any]:
                         "rules": _rules(kinds),
                     }
                 },
-                "automationDetails": {
-                    "id": f"surface-diff/{diff.server}/{diff.from_version}..{diff.to_version}"
-                },
+                "automationDetails": {"id": automation_id(diff)},
                 "properties": {
                     "server": diff.server,
                     "fromVersion": diff.from_version,
