@@ -21,6 +21,7 @@ from pipeline.compare.text import (
     invisible_differences,
     number,
     p_value,
+    without_invisible,
 )
 from pipeline.core.visible import visible
 
@@ -280,10 +281,18 @@ def history(agent: str, rows: Sequence[Mapping[str, Any]]) -> list[Block]:
 
 
 def _look_alikes(versions: Sequence[str]) -> list[Block]:
-    """A note for each pair of versions a reader may take for one (a handful of names)."""
+    """A note for each pair of versions a reader may take for one, in the order of the
+    later one, then the earlier. Only versions of one form (``text.without_invisible``) are
+    compared: every pair of an agent's versions took 1.9 s at 2,000 (a build a commit)."""
+    places: dict[str, list[int]] = {}
+    for place, version in enumerate(versions):
+        places.setdefault(without_invisible(version), []).append(place)
+    pairs = sorted((b, a) for same in places.values() for i, b in enumerate(same) for a in same[:i])
     return [
-        escape(f"note: {a!r} and {b!r} are two versions, told apart only by {differences}")
-        for i, b in enumerate(versions)
-        for a in versions[:i]
-        if (differences := invisible_differences(a, b))
+        escape(
+            f"note: {versions[a]!r} and {versions[b]!r} are two versions, told apart only by "
+            f"{differences}"
+        )
+        for b, a in pairs
+        if (differences := invisible_differences(versions[a], versions[b]))
     ]

@@ -56,17 +56,21 @@ _INVISIBLE: Final[tuple[tuple[str, Callable[[str], str]], ...]] = (
 )
 
 
+def without_invisible(text: str, kept: str | None = None) -> str:
+    """``text`` with every such difference (but the one named ``kept``) gone: two names a
+    reader may take for one have the same form."""
+    for name, form in _INVISIBLE:
+        text = text if name == kept else form(text)
+    return text
+
+
 def invisible_differences(one: str, other: str) -> str:
     """What alone tells two different names apart when it is only such differences
     (``'letter case and surrounding whitespace'``); '' when they are equal or differ in more."""
-
-    def same_up_to(text: str, kept: str | None = None) -> str:
-        for name, form in _INVISIBLE:
-            text = text if name == kept else form(text)
-        return text
-
-    if one == other or same_up_to(one) != same_up_to(other):
+    if one == other or without_invisible(one) != without_invisible(other):
         return ""
     return " and ".join(
-        name for name, _ in _INVISIBLE if same_up_to(one, name) != same_up_to(other, name)
+        name
+        for name, _ in _INVISIBLE
+        if without_invisible(one, name) != without_invisible(other, name)
     )
