@@ -396,11 +396,12 @@ def unanswered_views(path: Path) -> Found:
     con = _confined(path)
     try:
         listed = con.execute(sql_text("queries/warehouse_views.sql")).fetchall()
-        for (name,) in listed:
+        for schema, view, name in listed:
             timer = threading.Timer(VIEW_SECONDS, con.interrupt)
             timer.start()
             try:
-                con.execute(sql_text("queries/view_answers.sql"), [quoted(name)]).fetchall()
+                whole = f"{quoted(schema)}.{quoted(view)}"
+                con.execute(sql_text("queries/view_answers.sql"), [whole]).fetchall()
             except duckdb.InterruptException:
                 found.notes.append(
                     f"view {name} was stopped after {VIEW_SECONDS} s, not run to its end: "
