@@ -388,6 +388,7 @@ def unanswered_views(path: Path) -> Found:
 
     from pipeline.core.settings import DUCKDB_MEMORY_ENV, current_settings
     from pipeline.core.sql import quoted, sql_text
+    from pipeline.warehouse.build import object_name
     from pipeline.warehouse.models import project_models
 
     ours = set(project_models())
@@ -396,7 +397,8 @@ def unanswered_views(path: Path) -> Found:
     con = _confined(path)
     try:
         listed = con.execute(sql_text("queries/warehouse_views.sql")).fetchall()
-        for schema, view, name in listed:
+        for schema, view in listed:
+            name = object_name(schema, view)
             timer = threading.Timer(VIEW_SECONDS, con.interrupt)
             timer.start()
             try:
@@ -444,19 +446,22 @@ def unreadable_tables(con: duckdb.DuckDBPyConnection, path: Path, lake: Path) ->
     import duckdb
 
     from pipeline.core.sql import quoted, sql_text
+    from pipeline.warehouse.build import object_name
 
-    columns: dict[str, list[str]] = {}
-    for table, column in con.execute(sql_text("queries/warehouse_columns.sql")).fetchall():
-        columns.setdefault(table, []).append(column)
+    columns: dict[tuple[str, str], list[str]] = {}
+    for schema, table, column in con.execute(sql_text("queries/warehouse_columns.sql")).fetchall():
+        columns.setdefault((schema, table), []).append(column)
     found = []
-    for table, names in columns.items():
+    for (schema, table), names in columns.items():
         hashed = ", ".join(f"bit_xor(hash({quoted(name)}))" for name in names)
+        whole = f"{quoted(schema)}.{quoted(table)}"
         try:
-            con.execute(f"select {hashed} from {quoted(table)}").fetchall()  # noqa: S608
+            con.execute(f"select {hashed} from {whole}").fetchall()  # noqa: S608
         except duckdb.Error as exc:
             found.append(
-                f"table {table} cannot be read ({' '.join(str(exc).split())}): remove {path} "
-                f"and run {lk.command_on(lake, 'score')}, which builds it from nothing"
+                f"table {object_name(schema, table)} cannot be read "
+                f"({' '.join(str(exc).split())}): remove {path} and run "
+                f"{lk.command_on(lake, 'score')}, which builds it from nothing"
             )
     return found
 

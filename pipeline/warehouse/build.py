@@ -242,11 +242,24 @@ def _create(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("commit")
 
 
+# The schema a build creates the pipeline's objects in.
+MAIN_SCHEMA = "main"
+
+
+def object_name(schema: str, name: str) -> str:
+    """How check names an object of the file: by its name in main, with its schema in
+    another (an analyst's, which may hold a table or view of a name the pipeline's has)."""
+    return name if schema == MAIN_SCHEMA else f"{schema}.{name}"
+
+
 def catalog(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
-    """The open file's tables, views and macros, (kind, name) -> definition (its spacing
-    evened out)."""
+    """The open file's tables, views and macros, (kind, object_name) -> definition (its
+    spacing evened out)."""
     rows = con.execute(sql_text("queries/warehouse_catalog.sql")).fetchall()
-    return {(kind, name): " ".join(str(text).split()) for kind, name, text in rows}
+    return {
+        (kind, object_name(schema, name)): " ".join(str(text).split())
+        for kind, schema, name, text in rows
+    }
 
 
 @cache
