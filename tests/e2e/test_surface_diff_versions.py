@@ -257,3 +257,66 @@ def test_a_diff_reads_its_two_versions_not_every_pair_of_the_servers(tmp_path: P
     # 43 + 42: 300 = 42 × 7 + 6)
     assert counts == str({"new": 0, "worse": 128, "resolved": 0, "better": 172})
     assert int(peak_kib) < 640 * 1024
+
+
+def test_finding_changes_match_each_pairs_findings_as_a_full_join_would(tmp_path: Path) -> None:
+    """surface_finding_changes_all matches a pair's two reports by grouping on the pair and
+    the key, which gives a full join's rows while each side has at most one finding of a key
+    (occurrence numbers them): every pair of six versions, findings dropped, repeated (the
+    n-th of a key matching the n-th) and moved in severity, against a join of the two
+    versions' keys done here."""
+    import random
+
+    import polars as pl
+
+    rng = random.Random(5)
+    pool = [
+        _finding("static_hygiene", "schema_smell", tool, smell=smell)
+        for tool in "abc"
+        for smell in ("short_description", "missing_param_description")
+    ] + [_finding("noise", "selection_error", t, mode="labeled", pass_rate=0.5) for t in "ab"]
+    reports = []
+    for version in range(6):
+        kept = [f for f in pool if rng.random() < 0.7]
+        kept += [f for f in kept if rng.random() < 0.3]  # a second finding of one key
+        moved = [
+            f | {"measurement": f["measurement"] | {"pass_rate": rng.choice([0.25, 0.5, 1.0])}}
+            if "pass_rate" in f["measurement"]
+            else f
+            for f in kept
+        ]
+        at = f"2026-11-0{version + 1}T00:00:00+00:00"
+        reports.append(_report(str(version), at, moved, ["static_hygiene", "noise"]))
+    lake = _land(tmp_path, *reports)
+    key = ["kind", "match_tools", "identity", "occurrence"]
+    with duckdb.connect(str(warehouse_path(lake)), read_only=True) as con:
+        keys = con.sql(
+            "select run_id, kind, array_to_string(match_tools, ',') as match_tools, identity, "
+            "occurrence, severity_display from int_surface_finding_keys"
+        ).pl()
+        pairs = con.sql("select from_run_id, to_run_id from surface_version_pairs").pl()
+        got = con.sql(
+            "select from_run_id, to_run_id, kind, array_to_string(match_tools, ',') as "
+            "match_tools, identity, occurrence, change, severity_before, severity_after "
+            "from surface_finding_changes_all"
+        ).pl()
+    assert pairs.height == 30
+    before = pairs.join(keys.rename({"run_id": "from_run_id"}), on="from_run_id")
+    after = pairs.join(keys.rename({"run_id": "to_run_id"}), on="to_run_id")
+    joined = before.join(
+        after, on=["from_run_id", "to_run_id", *key], how="full", coalesce=True, suffix="_after"
+    ).rename({"severity_display": "severity_before", "severity_display_after": "severity_after"})
+    expected = joined.with_columns(
+        change=pl.when(pl.col("severity_before").is_null())
+        .then(pl.lit("new"))
+        .when(pl.col("severity_after").is_null())
+        .then(pl.lit("resolved"))
+        .when(pl.col("severity_after") > pl.col("severity_before"))
+        .then(pl.lit("worse"))
+        .when(pl.col("severity_after") < pl.col("severity_before"))
+        .then(pl.lit("better"))
+        .otherwise(pl.lit("same"))
+    ).select(got.columns)
+    order = ["from_run_id", "to_run_id", *key]
+    assert set(got["change"]) >= {"new", "resolved", "same", "worse", "better"}
+    assert got.sort(order).equals(expected.sort(order))
