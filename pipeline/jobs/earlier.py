@@ -352,24 +352,26 @@ class Retries:
     Inspect writes when an eval began to the second, and eval_set retries a failed eval at
     once: runs graded within that second may be the failed attempt's own. ``found`` names,
     per log, the retry's first run. The lake's Inspect runs are read once, at the first
-    such log, and held by task id: each log after it reads nothing."""
+    such log, and held sorted by task id: each log after it reads nothing, and finds its
+    task's runs by binary search (a frame per task id cost ~1 s at 30,000 of them)."""
 
     store: LakeStore
     found: dict[str, str] = field(default_factory=dict)
-    by_task: dict[str, pl.DataFrame] | None = None
+    by_task: pl.DataFrame | None = None
 
     def _runs(self, task_id: str) -> pl.DataFrame | None:
         if self.by_task is None:
-            runs = (
+            self.by_task = (
                 inspect_task_runs(self.store.landed("task_runs"), self.store.landed("run_metadata"))
                 .drop("source")
+                .drop_nulls("task_id")
+                .sort("task_id")
                 .collect()
             )
-            self.by_task = {
-                str(key[0]): frame
-                for key, frame in runs.partition_by("task_id", as_dict=True).items()
-            }
-        return self.by_task.get(task_id)
+        ids = self.by_task.get_column("task_id")
+        start = int(ids.search_sorted(task_id, side="left"))
+        end = int(ids.search_sorted(task_id, side="right"))
+        return self.by_task.slice(start, end - start) if end > start else None
 
     def find(self, running: RunningEval) -> str | None:
         """The retry's eval id, else None (the reader's FindRetry)."""
