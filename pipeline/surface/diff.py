@@ -110,8 +110,7 @@ class SurfaceDiff:
                 "findings": found.get(probe, 0),
             }
             for ran, other, ran_in, not_in, change in sides
-            for probe in ran
-            if probe not in other
+            for probe in ran_only_in(ran, other)
         ]
 
     def to_dict(self, threshold: float | None = None) -> dict[str, Any]:
@@ -158,11 +157,9 @@ def fetch_diff(
         coverage = _fetch(con, "surface_diff_coverage", runs)
     ran = dict(zip(coverage["run_id"].to_list(), coverage["ran"].to_list(), strict=True))
     from_ran, to_ran = ran[runs[0]], ran[runs[1]]
-    only_from = pl.col("probe").is_in(from_ran) & ~pl.col("probe").is_in(to_ran)
-    only_to = pl.col("probe").is_in(to_ran) & ~pl.col("probe").is_in(from_ran)
-    unmeasured = ((pl.col("change") == RESOLVED) & only_from) | (
-        (pl.col("change") == NEW) & only_to
-    )
+    unmeasured = (
+        (pl.col("change") == RESOLVED) & pl.col("probe").is_in(ran_only_in(from_ran, to_ran))
+    ) | ((pl.col("change") == NEW) & pl.col("probe").is_in(ran_only_in(to_ran, from_ran)))
     return SurfaceDiff(
         server,
         labels[chosen[0]],
@@ -173,6 +170,12 @@ def fetch_diff(
         from_ran,
         to_ran,
     )
+
+
+def ran_only_in(ran: list[str], other: list[str]) -> list[str]:
+    """The probes one report ran and the other did not: what they found is unmeasured in the
+    other, neither fixed there nor new here."""
+    return [probe for probe in ran if probe not in other]
 
 
 def _choose(

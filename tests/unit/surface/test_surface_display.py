@@ -415,3 +415,12 @@ def test_sums_past_a_double_show_what_mcp_xray_shows(
         assert (row["overall_display"], row["letter"]) == (expected["overall"], expected["letter"])
         for value in (*shown.values(), row["overall_display"]):
             assert value is None or 0.0 <= value <= 100.0
+
+
+def test_the_probes_one_report_ran_alone_keep_its_order() -> None:
+    from pipeline.surface.diff import ran_only_in
+
+    ran = ["noise", "static_hygiene", "injection"]
+    assert ran_only_in(ran, ["static_hygiene"]) == ["noise", "injection"]
+    assert ran_only_in(["static_hygiene"], ran) == []
+    assert ran_only_in(ran, []) == ran
